@@ -1,0 +1,78 @@
+#include "cli/args.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "models/diagnostics.hpp"
+
+namespace plumb::cli {
+
+Args::Args(const CommandSpec& spec, const std::vector<std::string>& argv) {
+  std::vector<std::string> names;
+  for (const OptionSpec& o : spec.options) names.push_back(o.name);
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (!arg.starts_with("--")) {
+      positionals_.push_back(arg);
+      continue;
+    }
+    std::string name = arg, inline_value;
+    bool has_inline = false;
+    if (auto eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+      has_inline = true;
+    }
+    auto it = std::find_if(spec.options.begin(), spec.options.end(), [&](const OptionSpec& o) { return o.name == name; });
+    if (it == spec.options.end()) {
+      std::string hint = nearest_word(name, names);
+      throw UsageError(fmt::format("unknown option {}{}", name, hint.empty() ? "" : fmt::format("; did you mean {}?", hint)));
+    }
+    if (it->value_name.empty()) {
+      if (has_inline) throw UsageError(fmt::format("{} takes no value", name));
+      values_[name].push_back("");
+      continue;
+    }
+    std::string value = inline_value;
+    if (!has_inline) {
+      if (i + 1 >= argv.size()) throw UsageError(fmt::format("{} needs a value ({})", name, it->value_name));
+      value = argv[++i];
+    }
+    if (!it->repeatable && values_.count(name)) throw UsageError(fmt::format("{} given twice", name));
+    values_[name].push_back(value);
+  }
+  if (positionals_.size() != spec.positionals.size()) {
+    std::string expected;
+    for (const std::string& p : spec.positionals) expected += " " + p;
+    throw UsageError(fmt::format("expected{} but got {} argument{}", expected.empty() ? " no arguments" : expected,
+                                 positionals_.size(), positionals_.size() == 1 ? "" : "s"));
+  }
+}
+
+std::string Args::value(const std::string& name, const std::string& fallback) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second.back();
+}
+
+std::vector<std::string> Args::values(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::string help_text(const CommandSpec& spec) {
+  std::string text = fmt::format("usage: {}\n\n{}\n", spec.usage, spec.summary);
+  if (!spec.options.empty()) text += "\noptions:\n";
+  for (const OptionSpec& o : spec.options) {
+    std::string left = o.value_name.empty() ? o.name : o.name + " " + o.value_name;
+    text += fmt::format("  {:<22} {}\n", left, o.help);
+  }
+  text += fmt::format("  {:<22} {}\n", "--help", "show this help");
+  return text;
+}
+
+bool wants_help(const std::vector<std::string>& argv) {
+  return std::find_if(argv.begin(), argv.end(), [](const std::string& a) { return a == "--help" || a == "-h"; }) !=
+         argv.end();
+}
+
+}  // namespace plumb::cli

@@ -1,0 +1,47 @@
+#pragma once
+// A small command-line parser: options declared up front, so unknown options are errors with the
+// nearest valid one suggested, and --help text is generated from the same declarations.
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace plumb::cli {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string name;       // "--json"
+  std::string value_name; // empty for a flag; "KEY=VALUE" for --set
+  std::string help;
+  bool repeatable = false;
+};
+
+struct CommandSpec {
+  std::string name;   // "memory"
+  std::string usage;  // "plumb memory SCENARIO [--json] [--set key=value ...]"
+  std::string summary;
+  std::vector<std::string> positionals;  // required positional names
+  std::vector<OptionSpec> options;
+};
+
+class Args {
+ public:
+  // Throws UsageError; "--help" is recognised by the caller before parsing.
+  Args(const CommandSpec& spec, const std::vector<std::string>& argv);
+  bool flag(const std::string& name) const { return values_.count(name) > 0; }
+  std::string value(const std::string& name, const std::string& fallback = "") const;
+  std::vector<std::string> values(const std::string& name) const;
+  const std::string& positional(std::size_t i) const { return positionals_.at(i); }
+
+ private:
+  std::map<std::string, std::vector<std::string>> values_;
+  std::vector<std::string> positionals_;
+};
+
+std::string help_text(const CommandSpec& spec);
+bool wants_help(const std::vector<std::string>& argv);
+
+}  // namespace plumb::cli

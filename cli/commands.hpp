@@ -1,0 +1,19 @@
+#pragma once
+// Each subcommand: its declaration (for parsing and --help) and its body, returning an exit code.
+#include <string>
+#include <vector>
+
+#include "cli/args.hpp"
+
+namespace plumb::cli {
+
+enum ExitCode { kOk = 0, kBadInput = 2, kInfeasible = 3, kInternal = 70 };
+
+struct Command {
+  CommandSpec spec;
+  int (*run)(const Args& args);
+};
+
+const Command& memory_command();
+
+}  // namespace plumb::cli

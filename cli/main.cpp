@@ -1,0 +1,80 @@
+// The plumb executable: dispatches subcommands and maps errors to exit codes
+// (0 ok, 2 bad input, 3 infeasible, 70 internal). No modelling happens here.
+#include <exception>
+#include <fmt/format.h>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "models/diagnostics.hpp"
+
+#ifndef PLUMB_VERSION
+#define PLUMB_VERSION "unknown"
+#endif
+
+namespace {
+
+using plumb::cli::Command;
+
+const std::vector<const Command*>& commands() {
+  static const std::vector<const Command*> list{&plumb::cli::memory_command()};
+  return list;
+}
+
+std::string top_help() {
+  std::string text =
+      "usage: plumb <command> [options]\n\n"
+      "plumb predicts how a large-model training job behaves on a GPU cluster: memory per rank today;\n"
+      "step time, MFU, bubbles, communication and cost to train as the simulator lands.\n\ncommands:\n";
+  for (const Command* c : commands()) text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage);
+  text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";
+  text += "\nexit codes: 0 ok, 2 bad input, 3 infeasible (e.g. does not fit), 70 internal error\n";
+  return text;
+}
+
+int dispatch(const std::vector<std::string>& argv) {
+  using namespace plumb::cli;
+  if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
+    std::cout << top_help();
+    return argv.empty() ? kBadInput : kOk;
+  }
+  if (argv[0] == "--version") {
+    std::cout << "plumb " << PLUMB_VERSION << "\n";
+    return kOk;
+  }
+  std::vector<std::string> names;
+  for (const Command* c : commands()) names.push_back(c->spec.name);
+  for (const Command* c : commands()) {
+    if (c->spec.name != argv[0]) continue;
+    std::vector<std::string> rest(argv.begin() + 1, argv.end());
+    if (wants_help(rest)) {
+      std::cout << help_text(c->spec);
+      return kOk;
+    }
+    try {
+      return c->run(Args(c->spec, rest));
+    } catch (const UsageError& e) {
+      std::cerr << fmt::format("plumb {}: {}\n(see plumb {} --help)\n", c->spec.name, e.what(), c->spec.name);
+      return kBadInput;
+    }
+  }
+  std::string hint = plumb::nearest_word(argv[0], names);
+  std::cerr << fmt::format("plumb: unknown command \"{}\"{}\n(see plumb --help)\n", argv[0],
+                           hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint));
+  return kBadInput;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const plumb::InputError& e) {
+    std::cerr << e.what() << "\n";
+    return plumb::cli::kBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "plumb: internal error: " << e.what() << "\n";
+    return plumb::cli::kInternal;
+  }
+}

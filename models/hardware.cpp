@@ -1,0 +1,159 @@
+#include "models/hardware.hpp"
+
+#include <fmt/format.h>
+#include <vector>
+
+#include "models/catalogue.hpp"
+
+namespace plumb {
+namespace {
+
+// Every figure in a profile carries its source: /sources must name each figure present, and
+// nothing else.
+std::map<std::string, std::string> read_sources(ObjectReader& r, const std::vector<std::string>& figures) {
+  std::map<std::string, std::string> sources;
+  const Json* s = r.child("sources", Need::required);
+  if (!s) return sources;
+  ObjectReader sr(*s, r.pointer("sources"), r.source());
+  for (const std::string& figure : figures) {
+    if (auto text = sr.string(figure, Need::optional)) sources[figure] = *text;
+    else if (sr.is_object()) sr.error(figure, fmt::format("figure \"{}\" has no source; cite where it comes from", figure));
+  }
+  return sources;
+}
+
+// A catalogue name, a path, or an inline object: the file is loaded into `doc`, and `file`
+// becomes the source errors are reported against.
+const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
+                             std::string& pointer, const SourceFile& src, Json& doc, SourceFile& file,
+                             std::string& id) {
+  if (!value.is_string()) {
+    id = "(inline)";
+    return &value;
+  }
+  auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
+  if (!path) return nullptr;
+  file = source_for(*path, src);
+  doc = load_json_file(*path, file);
+  if (doc.is_discarded()) return nullptr;
+  id = value.get<std::string>();
+  pointer.clear();
+  return &doc;
+}
+
+}  // namespace
+
+std::string_view math_dtype_name(MathDtype d) {
+  switch (d) {
+    case MathDtype::fp32: return "fp32";
+    case MathDtype::tf32: return "tf32";
+    case MathDtype::bf16: return "bf16";
+    case MathDtype::fp8: return "fp8";
+  }
+  return "?";
+}
+
+std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer_in, const SourceFile& src) {
+  Json doc;
+  SourceFile file = src;
+  std::string pointer = pointer_in, id;
+  const Json* node = resolve_document(value, kGpuProfiles, "GPU profile", pointer, src, doc, file, id);
+  if (!node) return std::nullopt;
+  std::size_t errors_before = src.diagnostics->size();
+  ObjectReader r(*node, pointer, file);
+  GpuSpec g;
+  g.id = id;
+  g.name = r.string("name", Need::required).value_or("");
+  g.sms = r.integer("sms", Need::required, 1, 100'000).value_or(1);
+  g.hbm_capacity = r.quantity("hbm_capacity", Dimension::bytes, Need::required).value_or(1);
+  g.hbm_bandwidth = r.quantity("hbm_bandwidth", Dimension::bandwidth, Need::required).value_or(1);
+  g.nvlink_bandwidth_per_direction =
+      r.quantity("nvlink_bandwidth_per_direction", Dimension::bandwidth, Need::required).value_or(1);
+  g.cuda_context = r.quantity("cuda_context", Dimension::bytes, Need::required).value_or(0);
+  if (const Json* peak = r.child("peak_dense", Need::required)) {
+    ObjectReader pr(*peak, r.pointer("peak_dense"), file);
+    for (MathDtype d : {MathDtype::fp32, MathDtype::tf32, MathDtype::bf16, MathDtype::fp8}) {
+      Need need = d == MathDtype::bf16 ? Need::required : Need::optional;
+      if (auto rate = pr.quantity(math_dtype_name(d), Dimension::flop_rate, need)) g.peak_dense[d] = *rate;
+    }
+  }
+  g.sources = read_sources(r, {"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
+                               "nvlink_bandwidth_per_direction", "cuda_context"});
+  r.finish();
+  if (src.diagnostics->size() != errors_before) return std::nullopt;
+  return g;
+}
+
+std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer_in, const SourceFile& src) {
+  Json doc;
+  SourceFile file = src;
+  std::string pointer = pointer_in, id;
+  const Json* node = resolve_document(value, kFabricProfiles, "fabric profile", pointer, src, doc, file, id);
+  if (!node) return std::nullopt;
+  std::size_t errors_before = src.diagnostics->size();
+  ObjectReader r(*node, pointer, file);
+  FabricSpec f;
+  f.id = id;
+  f.name = r.string("name", Need::required).value_or("");
+  f.gpus_per_node = r.integer("gpus_per_node", Need::required, 1, 1024).value_or(8);
+  f.nvswitch = r.boolean("nvswitch", Need::required).value_or(true);
+  f.nvlink_effective_per_gpu = r.quantity("nvlink_effective_per_gpu", Dimension::bandwidth, Need::optional);
+  f.nics_per_node = r.integer("nics_per_node", Need::required, 0, 1024).value_or(0);
+  f.nic_rate = r.quantity("nic_rate", Dimension::bandwidth, Need::required).value_or(1);
+  f.nic_effective = r.quantity("nic_effective", Dimension::bandwidth, Need::optional);
+  if (const Json* t = r.child("topology", Need::required)) {
+    ObjectReader tr(*t, r.pointer("topology"), file);
+    f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
+                                              {{"rail-optimized-fat-tree", FabricShape::rail_optimized_fat_tree},
+                                               {"fat-tree", FabricShape::fat_tree},
+                                               {"clos3", FabricShape::clos3}})
+                           .value_or(FabricShape::rail_optimized_fat_tree);
+    f.topology.tiers = tr.integer("tiers", Need::required, 1, 4).value_or(2);
+    f.topology.oversubscription = tr.number("oversubscription", Need::optional, 1.0, 64.0).value_or(1.0);
+    f.topology.planes = tr.integer("planes", Need::optional, 1, 64).value_or(1);
+  }
+  std::vector<std::string> figures{"gpus_per_node", "nvswitch", "nics_per_node", "nic_rate", "topology"};
+  if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");
+  if (f.nic_effective) figures.emplace_back("nic_effective");
+  f.sources = read_sources(r, figures);
+  r.finish();
+  if (src.diagnostics->size() != errors_before) return std::nullopt;
+  return f;
+}
+
+std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer_in, const SourceFile& src) {
+  Json doc;
+  SourceFile file = src;
+  std::string pointer = pointer_in;
+  const Json* node = &value;
+  if (value.is_string()) {
+    std::string ref = value.get<std::string>();
+    std::filesystem::path p(ref);
+    if (p.is_relative()) p = src.dir / p;
+    if (!std::filesystem::is_regular_file(p)) {
+      src.error(pointer, fmt::format("cluster file \"{}\" not found (looked for {}); give a path or an object "
+                                     "{{\"gpu\": ..., \"nodes\": ..., \"fabric\": ...}}", ref, p.string()));
+      return std::nullopt;
+    }
+    file = source_for(p, src);
+    doc = load_json_file(p, file);
+    if (doc.is_discarded()) return std::nullopt;
+    node = &doc;
+    pointer.clear();
+  }
+  ObjectReader r(*node, pointer, file);
+  if (!r.is_object()) return std::nullopt;
+  Cluster c;
+  std::optional<GpuSpec> gpu;
+  std::optional<FabricSpec> fabric;
+  if (const Json* g = r.child("gpu", Need::required)) gpu = read_gpu(*g, r.pointer("gpu"), file);
+  c.nodes = r.integer("nodes", Need::required, 1, 1'000'000).value_or(1);
+  if (const Json* f = r.child("fabric", Need::required)) fabric = read_fabric(*f, r.pointer("fabric"), file);
+  r.finish();
+  if (!gpu || !fabric) return std::nullopt;
+  c.gpu = std::move(*gpu);
+  c.fabric = std::move(*fabric);
+  return c;
+}
+
+}  // namespace plumb

@@ -1,0 +1,62 @@
+#pragma once
+// GPU and fabric profiles (hw_profiles/) and the cluster a scenario runs on.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "models/json_reader.hpp"
+
+namespace plumb {
+
+enum class MathDtype { fp32, tf32, bf16, fp8 };
+
+struct GpuSpec {
+  std::string id;    // catalogue name ("h800-sxm") or file path
+  std::string name;  // "NVIDIA H800 SXM5 80GB"
+  std::int64_t sms = 0;
+  double hbm_capacity = 0;   // bytes
+  double hbm_bandwidth = 0;  // bytes/s
+  std::map<MathDtype, double> peak_dense;  // FLOP/s; a dtype the GPU lacks is absent
+  double nvlink_bandwidth_per_direction = 0;  // bytes/s per GPU
+  double cuda_context = 0;                    // bytes taken before the first allocation
+  std::map<std::string, std::string> sources;
+};
+
+enum class FabricShape { rail_optimized_fat_tree, fat_tree, clos3 };
+
+struct FabricTopology {
+  FabricShape shape = FabricShape::rail_optimized_fat_tree;
+  std::int64_t tiers = 2;
+  double oversubscription = 1.0;  // downlink : uplink bandwidth at the leaves
+  std::int64_t planes = 1;        // independent network planes (DeepSeek's multi-plane fat tree)
+};
+
+struct FabricSpec {
+  std::string id;
+  std::string name;
+  std::int64_t gpus_per_node = 8;
+  bool nvswitch = true;
+  std::optional<double> nvlink_effective_per_gpu;  // bytes/s, observed
+  std::int64_t nics_per_node = 0;
+  double nic_rate = 0;                  // bytes/s line rate
+  std::optional<double> nic_effective;  // bytes/s, observed
+  FabricTopology topology;
+  std::map<std::string, std::string> sources;
+};
+
+struct Cluster {
+  GpuSpec gpu;
+  FabricSpec fabric;
+  std::int64_t nodes = 0;
+  std::int64_t gpus() const { return nodes * fabric.gpus_per_node; }
+};
+
+std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src);
+std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer, const SourceFile& src);
+// A scenario's "cluster": an object {gpu, nodes, fabric} or a path to a file holding one.
+std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer, const SourceFile& src);
+
+std::string_view math_dtype_name(MathDtype d);
+
+}  // namespace plumb

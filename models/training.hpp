@@ -1,0 +1,44 @@
+#pragma once
+// What is trained and how: sequence, batch, precision, optimizer state types, token budget, price.
+#include <cstdint>
+
+#include "models/json_reader.hpp"
+
+namespace plumb {
+
+enum class Precision { bf16, fp16, fp8 };
+// flash: fused kernel keeping only its output and log-sum-exp (Dao et al.); unfused: softmax
+// probabilities materialised, as in Megatron-LM at SC'21 (Korthikanti et al. §4.1).
+enum class AttentionKernel { flash, unfused };
+
+// Bytes per parameter of each optimizer-side tensor. The default is the ZeRO paper's mixed-precision
+// Adam (Rajbhandari et al. §3.1): 16-bit gradients, fp32 master weights and two fp32 moments (K = 12).
+struct OptimizerBytes {
+  double grads = 2;
+  double master = 4;
+  double moments = 8;  // both Adam moments together
+  double states() const { return master + moments; }
+};
+
+struct TrainingSpec {
+  std::int64_t seq_len = 0;
+  std::int64_t global_batch = 0;  // sequences per optimizer step
+  Precision precision = Precision::bf16;
+  // What fp8 training caches in fp8 for backward: GEMM inputs (Transformer Engine; DeepSeek-V3
+  // §3.3.3) and, as DeepSeek-V3 does, the inputs of the MoE SwiGLU.
+  bool fp8_gemm_inputs = false;
+  bool fp8_swiglu_inputs = false;
+  AttentionKernel attention_kernel = AttentionKernel::flash;
+  OptimizerBytes optimizer;
+  double tokens = 0;               // training budget
+  double price_per_gpu_hour = 0;   // USD
+  double reserved_memory = 0;      // bytes per GPU the user sets aside (allocator slack, framework)
+};
+
+TrainingSpec read_training(ObjectReader& r);
+std::string_view precision_name(Precision p);
+// Bytes of one weight as kept for compute: 16-bit for bf16/fp16; fp8 keeps the 16-bit copy plus
+// an fp8 cast of GEMM weights.
+double weight_bytes(Precision p);
+
+}  // namespace plumb
