@@ -39,22 +39,48 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::si
 }  // namespace
 
 Json parse_json_text(const std::string& text, const SourceFile& src) {
-  // nlohmann keeps the last of duplicate keys silently; a strict reader reports them.
-  std::vector<std::set<std::string>> open_objects;
-  std::vector<std::string> duplicates;
+  // nlohmann keeps the last of duplicate keys silently; a strict reader reports them, at their pointer.
+  struct Open {
+    bool object;
+    std::string pointer;
+    std::set<std::string> keys;
+    std::size_t next_index = 0;
+  };
+  std::vector<Open> open;
+  std::vector<std::pair<std::string, std::string>> duplicates;  // (pointer of the object, key)
+  std::string pending_key;
+  auto child_pointer = [&]() {
+    if (open.empty()) return std::string{};
+    Open& top = open.back();
+    return json_pointer_append(top.pointer, top.object ? pending_key : std::to_string(top.next_index++));
+  };
   auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
-    else if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
-    else if (event == Json::parse_event_t::key && !open_objects.empty()) {
-      const std::string& key = parsed.get_ref<const std::string&>();
-      if (!open_objects.back().insert(key).second) duplicates.push_back(key);
+    switch (event) {
+      case Json::parse_event_t::object_start:
+      case Json::parse_event_t::array_start: {
+        std::string pointer = child_pointer();
+        open.push_back({event == Json::parse_event_t::object_start, pointer, {}, 0});
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        if (!open.empty()) open.pop_back();
+        break;
+      case Json::parse_event_t::key:
+        pending_key = parsed.get<std::string>();
+        if (!open.empty() && !open.back().keys.insert(pending_key).second)
+          duplicates.emplace_back(open.back().pointer, pending_key);
+        break;
+      case Json::parse_event_t::value:
+        if (!open.empty() && !open.back().object) ++open.back().next_index;
+        break;
     }
     return true;
   };
   try {
     Json value = Json::parse(text, watch, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-    for (const std::string& key : duplicates)
-      src.error("", fmt::format("key \"{}\" appears twice in one object; keep one", key));
+    for (const auto& [pointer, key] : duplicates)
+      src.error(pointer, fmt::format("key \"{}\" appears twice; keep one", key));
     return value;
   } catch (const Json::parse_error& e) {
     auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);

@@ -60,27 +60,27 @@ double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int
   return static_cast<double>(std::min(count, m * held));
 }
 
-std::vector<std::string> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
-                                                        std::int64_t m) {
-  std::vector<std::string> v;
+std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
+                                                              std::int64_t m) {
+  std::vector<ScheduleViolation> v;
   std::string_view name = schedule_name(s);
   if (s == ScheduleKind::interleaved) {
-    if (vp < 2) v.push_back(fmt::format("the interleaved schedule needs vp ≥ 2 virtual stages per rank, got vp {}", vp));
+    if (vp < 2) v.push_back({"vp", fmt::format("the interleaved schedule needs vp ≥ 2 virtual stages per rank, got vp {}", vp)});
     if (m % pp != 0)
-      v.push_back(fmt::format("the interleaved schedule needs the {} micro-batches to be a multiple of pp {} "
-                              "(Megatron's micro-batch group rule)", m, pp));
+      v.push_back({"micro_batch", fmt::format("the interleaved schedule needs the {} micro-batches to be a multiple of "
+                                              "pp {} (Megatron's micro-batch group rule)", m, pp)});
   } else if (vp != 1) {
-    v.push_back(fmt::format("vp {} applies only to the interleaved schedule; {} needs vp 1", vp, name));
+    v.push_back({"vp", fmt::format("vp {} applies only to the interleaved schedule; {} needs vp 1", vp, name)});
   }
   if (s == ScheduleKind::dualpipe) {
-    if (pp % 2 != 0) v.push_back(fmt::format("dualpipe needs an even number of pipeline ranks, got pp {}", pp));
+    if (pp % 2 != 0) v.push_back({"pp", fmt::format("dualpipe needs an even number of pipeline ranks, got pp {}", pp)});
     if (m % 2 != 0 || m < 2 * pp)
-      v.push_back(fmt::format("dualpipe needs an even number of micro-batches ≥ 2·pp = {}, got {}", 2 * pp, m));
+      v.push_back({"micro_batch", fmt::format("dualpipe needs an even number of micro-batches ≥ 2·pp = {}, got {}", 2 * pp, m)});
   }
   if (s == ScheduleKind::dualpipe_v && m < 2 * pp)
-    v.push_back(fmt::format("dualpipev needs micro-batches ≥ 2·pp = {}, got {}", 2 * pp, m));
+    v.push_back({"micro_batch", fmt::format("dualpipev needs micro-batches ≥ 2·pp = {}, got {}", 2 * pp, m)});
   if (s == ScheduleKind::zb_v && m < pp)
-    v.push_back(fmt::format("zb-v needs at least pp = {} micro-batches, got {}", pp, m));
+    v.push_back({"micro_batch", fmt::format("zb-v needs at least pp = {} micro-batches, got {}", pp, m)});
   return v;
 }
 

@@ -31,8 +31,13 @@ std::vector<std::int64_t> stages_of_rank(ScheduleKind s, std::int64_t r, std::in
 double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
                                         std::int64_t m);
 
-// Violated constraints of the schedule for (pp, vp, m), each a sentence with the numbers.
-std::vector<std::string> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
-                                                        std::int64_t m);
+// A violated constraint of a schedule: the sentence (with the numbers) and the /parallel field it
+// concerns ("pp", "vp", or "micro_batch" when the micro-batch count m is at fault).
+struct ScheduleViolation {
+  std::string field;
+  std::string message;
+};
+std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
+                                                              std::int64_t m);
 
 }  // namespace plumb

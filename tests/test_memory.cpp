@@ -1,0 +1,140 @@
+// The memory model against the published closed forms: ZeRO's worked example, the 10B mixed-precision
+// example, Korthikanti et al.'s per-layer activations, 1F1B/interleaved stashing, and two verdicts.
+#include <cmath>
+#include <doctest/doctest.h>
+
+#include "models/activations.hpp"
+#include "models/catalogue.hpp"
+#include "models/memory.hpp"
+#include "models/memory_report.hpp"
+#include "models/model_reader.hpp"
+
+using namespace plumb;
+
+namespace {
+
+Job scenario(const std::string& name, const std::vector<std::string>& sets = {}) {
+  return load_scenario(data_dir() / "scenarios" / (name + ".json"), sets);
+}
+
+// A GPT layer as Korthikanti et al. analyse it: LayerNorm, MHA with materialised softmax and
+// dropout, GeLU MLP of width 4h, 16-bit activations.
+ModelSpec korthikanti_gpt(std::int64_t h, std::int64_t a) {
+  ModelSpec m;
+  m.name = "gpt";
+  m.hidden = h;
+  m.layers = 1;
+  m.vocab = 51200;
+  m.norm = NormKind::layernorm;
+  m.bias = true;
+  m.dropout = true;
+  m.attention = {AttentionKind::mha, a, a, h / a};
+  m.mlp = {MlpKind::gelu, 4 * h};
+  return m;
+}
+
+double layer_bytes(const ModelSpec& m, std::int64_t s, std::int64_t b, std::int64_t t, bool sp, const char* rc) {
+  ActivationSettings set;
+  set.tp = t;
+  set.sequence_parallel = sp;
+  set.kernel = AttentionKernel::unfused;
+  set.seq_local = s;
+  set.recompute.core_attention = std::string(rc) == "selective";
+  set.recompute.full = std::string(rc) == "full";
+  return layer_bytes_per_token(m, 0, set) * static_cast<double>(s * b);
+}
+
+}  // namespace
+
+TEST_CASE("ZeRO paper example: Ψ = 7.5B, N_d = 64, K = 12 → 120 / 31.4 / 16.6 / 1.9 GB") {
+  OptimizerBytes adam;  // 16-bit gradients, fp32 master weights and moments
+  const double psi = 7.5e9;
+  auto gb = [&](int zero) { return model_state_bytes(psi, zero, 64, 2.0, adam).total() / 1e9; };
+  // The paper prints one decimal: each figure is within half a unit of its last digit.
+  CHECK(std::fabs(gb(0) - 120.0) <= 0.05);
+  CHECK(std::fabs(gb(1) - 31.4) <= 0.05);
+  CHECK(std::fabs(gb(2) - 16.6) <= 0.05);
+  CHECK(std::fabs(gb(3) - 1.9) <= 0.05);
+  // Closed forms: (2+2+K)Ψ, 4Ψ + KΨ/N_d, 2Ψ + (2+K)Ψ/N_d, (2+2+K)Ψ/N_d.
+  CHECK(gb(1) == doctest::Approx(4 * 7.5 + 12 * 7.5 / 64));
+  CHECK(gb(2) == doctest::Approx(2 * 7.5 + 14 * 7.5 / 64));
+  CHECK(gb(3) == doctest::Approx(16 * 7.5 / 64));
+}
+
+TEST_CASE("a 10B model in 16-bit with AdamW: 20 + 20 + 120 = 160 GB before activations") {
+  ModelStateBytes b = model_state_bytes(10e9, 0, 1, 2.0, OptimizerBytes{});
+  CHECK(b.params / 1e9 == doctest::Approx(20));
+  CHECK(b.grads / 1e9 == doctest::Approx(20));
+  CHECK(b.optimizer / 1e9 == doctest::Approx(120));
+}
+
+TEST_CASE("Korthikanti et al. per-layer activation bytes, every variant") {
+  const std::int64_t h = 6144, a = 48, s = 2048, b = 4, t = 8;
+  ModelSpec m = korthikanti_gpt(h, a);
+  const double sbh = double(s) * b * h, as_h = double(a) * s / h;
+  CHECK(layer_bytes(m, s, b, 1, false, "none") == doctest::Approx(sbh * (34 + 5 * as_h)));
+  CHECK(layer_bytes(m, s, b, t, false, "none") == doctest::Approx(sbh * (10 + 24.0 / t + 5 * as_h / t)));
+  CHECK(layer_bytes(m, s, b, t, true, "none") == doctest::Approx(sbh * (34.0 / t + 5 * as_h / t)));
+  CHECK(layer_bytes(m, s, b, t, false, "selective") == doctest::Approx(sbh * (10 + 24.0 / t)));
+  CHECK(layer_bytes(m, s, b, t, true, "selective") == doctest::Approx(sbh * 34.0 / t));
+  CHECK(layer_bytes(m, s, b, 1, false, "full") == doctest::Approx(2 * sbh));
+}
+
+TEST_CASE("1F1B's first stage stashes p micro-batches; interleaving multiplies by 1 + (p−1)/(pv)") {
+  // Llama 3 8B has no dropout, so the embedding adds nothing and every stage is layers alone.
+  Job one = scenario("mixtral-8x7b-256xh100", {"model=llama3-8b", "parallel.ep=1"});
+  MemoryPlan plan = plan_memory(one);
+  const double p = static_cast<double>(one.layout.pp);
+  double per_stage = stage_activation_bytes(one, plan.stages[0]);
+  CHECK(plan.ranks[0].activations_bytes == doctest::Approx(p * per_stage));
+  Job inter = scenario("mixtral-8x7b-256xh100",
+                       {"model=llama3-8b", "parallel.ep=1", "parallel.schedule=interleaved", "parallel.vp=2"});
+  MemoryPlan iplan = plan_memory(inter);
+  CHECK(iplan.ranks[0].activations_bytes / plan.ranks[0].activations_bytes ==
+        doctest::Approx(1.0 + (p - 1.0) / (p * 2.0)));
+}
+
+TEST_CASE("DeepSeek-V3's published layout fits in 80 GB; every stage reports its parts") {
+  Job job = scenario("deepseek-v3-2048xh800");
+  MemoryPlan plan = plan_memory(job);
+  CHECK(plan.microbatches == 120);
+  CHECK(plan.fits());
+  CHECK(plan.ranks.size() == 16);
+  // DualPipe: each rank holds two stages, so twice a 1F1B rank's parameters (DualPipe README).
+  Job one = scenario("deepseek-v3-2048xh800", {"parallel.schedule=1f1b"});
+  MemoryPlan oplan = plan_memory(one);
+  CHECK(plan.ranks[3].dense_params + plan.ranks[3].expert_params ==
+        doctest::Approx(2 * (oplan.ranks[3].dense_params + oplan.ranks[3].expert_params)));
+  Json report = memory_report_json(job, plan);
+  CHECK(report["fits"] == true);
+  CHECK(report["capacity_bytes"] == doctest::Approx(80.0 * 1073741824.0));
+  for (const Json& stage : report["stages"]) {
+    double sum = stage["params_bytes"].get<double>() + stage["grads_bytes"].get<double>() +
+                 stage["optimizer_bytes"].get<double>() + stage["activations_bytes"].get<double>() +
+                 stage["other_bytes"].get<double>();
+    CHECK(stage["total_bytes"].get<double>() == doctest::Approx(sum));
+  }
+  // Without the fp8 caches and recomputation DeepSeek relied on, the same layout does not fit.
+  Job plain = scenario("deepseek-v3-2048xh800", {"training.fp8_cache=[]", "parallel.recompute=none"});
+  CHECK_FALSE(plan_memory(plain).fits());
+}
+
+TEST_CASE("GPT-3 175B on one GPU does not fit, and says so as a result") {
+  Job job = load_scenario(data_dir() / "tests/fixtures/scenarios/gpt3-175b-one-gpu.json");
+  MemoryPlan plan = plan_memory(job);
+  CHECK_FALSE(plan.fits());
+  // 175B parameters at 2 + 2 + 12 bytes is about 2.8 TB.
+  CHECK(plan.ranks[0].total_bytes() / 1e12 == doctest::Approx(2.8).epsilon(0.01));
+}
+
+TEST_CASE("each ZeRO stage shrinks the model states") {
+  double previous = 1e300;
+  for (int zero = 0; zero <= 3; ++zero) {
+    Job job = scenario("llama3-405b-16k-h100", {"parallel.zero=" + std::to_string(zero)});
+    const MemoryPlan plan = plan_memory(job);
+    const RankMemory& r = plan.ranks[0];
+    double states = r.params_bytes + r.grads_bytes + r.optimizer_bytes;
+    CHECK(states < previous);
+    previous = states;
+  }
+}

@@ -1,0 +1,130 @@
+// Parameter counts: every preset against its published figure, GPT presets against Megatron-LM's
+// Eq. 2 exactly, and Hugging Face configs against the same closed forms.
+#include <cmath>
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include "models/catalogue.hpp"
+#include "models/model_reader.hpp"
+#include "models/param_count.hpp"
+
+using namespace plumb;
+
+namespace {
+
+ModelSpec load_model(const std::string& ref) {
+  Diagnostics d;
+  SourceFile src{"test", data_dir() / "scenarios", &d, {}};
+  auto m = read_model(Json(ref), "/model", src);
+  if (!m) FAIL(d.list().front().to_string());
+  return *m;
+}
+
+ModelSpec load_hf(const std::string& folder) {
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  Json ref = {{"hf_config", "tests/fixtures/hf/" + folder + "/config.json"}};
+  auto m = read_model(ref, "/model", src);
+  if (!m) FAIL(d.list().front().to_string());
+  return *m;
+}
+
+// A published figure is as precise as it is printed: "1.7B" means ±0.1B at most, "37B" ±1B.
+// Exact integers (Hugging Face safetensors totals) must match exactly.
+void check_published(double computed, double published, const std::string& text, const std::string& what) {
+  INFO(what << ": computed " << fmt::format("{:.0f}", computed) << " vs published " << text);
+  bool exact = text.find_first_not_of("0123456789") == std::string::npos;
+  if (exact) {
+    CHECK(computed == published);
+    return;
+  }
+  std::string mantissa = text.substr(0, text.find_first_not_of("0123456789."));
+  std::size_t dot = mantissa.find('.');
+  int decimals = dot == std::string::npos ? 0 : static_cast<int>(mantissa.size() - dot - 1);
+  double unit = published / std::stod(mantissa) * std::pow(10.0, -decimals);
+  double tolerance = std::max(0.01 * published, unit);
+  CHECK(std::fabs(computed - published) <= tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("every bundled preset matches its published parameter counts") {
+  std::vector<std::string> names = catalogue_names(kModelPresets);
+  REQUIRE(names.size() >= 18);
+  for (const std::string& name : names) {
+    ModelSpec m = load_model(name);
+    CHECK(m.name == name);
+    ParamCounts c = count_params(m);
+    REQUIRE_MESSAGE(m.published.total_params.has_value(), name << " has no published total");
+    check_published(c.total, *m.published.total_params, m.published.total_text, name + " total");
+    if (m.published.activated_params)
+      check_published(c.activated, *m.published.activated_params, m.published.activated_text, name + " activated");
+  }
+}
+
+TEST_CASE("named totals: DeepSeek-V3 671B/37B, Llama 3 405B, GPT-3 175B") {
+  ParamCounts ds = count_params(load_model("deepseek-v3"));
+  CHECK(ds.total == doctest::Approx(671e9).epsilon(0.01));
+  CHECK(ds.activated == doctest::Approx(37e9).epsilon(0.02));  // "37B" carries two digits; 37.55B computed
+  // The MTP module (one MoE block + 2h² projection + norms) is outside the 671B, as DeepSeek counts.
+  CHECK(ds.mtp == doctest::Approx(11.6e9).epsilon(0.01));
+  CHECK(count_params(load_model("llama3-405b")).total == doctest::Approx(405e9).epsilon(0.01));
+  CHECK(count_params(load_model("gpt3-175b")).total == doctest::Approx(175e9).epsilon(0.01));
+}
+
+TEST_CASE("GPT presets follow Megatron-LM Eq. 2 exactly (plus the final LayerNorm it omits)") {
+  for (const std::string& name : catalogue_names(kModelPresets)) {
+    if (!name.starts_with("megatron-") && name != "gpt3-175b") continue;
+    ModelSpec m = load_model(name);
+    double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
+    double V = static_cast<double>(m.vocab), s = static_cast<double>(m.max_seq);
+    double eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
+    INFO(name);
+    CHECK(count_params(m).total == doctest::Approx(eq2 + 2 * h).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("Hugging Face configs give the same architecture as the presets") {
+  SUBCASE("Llama 3 8B: 8,030,261,248 parameters (safetensors total)") {
+    CHECK(count_params(load_hf("llama3-8b")).total == 8030261248.0);
+  }
+  SUBCASE("Mixtral 8x7B: 46,702,792,704 total, 12.9B active") {
+    ParamCounts c = count_params(load_hf("mixtral-8x7b"));
+    CHECK(c.total == 46702792704.0);
+    CHECK(c.activated == doctest::Approx(12.9e9).epsilon(0.01));
+  }
+  SUBCASE("Qwen1.5-MoE-A2.7B: shared expert with its gate, qkv biases; 14.3B total, 2.7B activated") {
+    ParamCounts c = count_params(load_hf("qwen1.5-moe-a2.7b"));
+    CHECK(c.total == doctest::Approx(14.3e9).epsilon(0.005));
+    CHECK(c.activated == doctest::Approx(2.7e9).epsilon(0.01));
+  }
+  SUBCASE("DeepSeek-V3 config equals the preset") {
+    ParamCounts hf = count_params(load_hf("deepseek-v3"));
+    ParamCounts preset = count_params(load_model("deepseek-v3"));
+    CHECK(hf.total == preset.total);
+    CHECK(hf.activated == preset.activated);
+    CHECK(hf.mtp == preset.mtp);
+  }
+}
+
+TEST_CASE("an unsupported Hugging Face family is a clear error") {
+  Diagnostics d;
+  SourceFile src{"s.json", data_dir() / "tests", &d, {}};
+  auto m = read_model(Json{{"hf_config", "fixtures/hf/unknown_family.json"}}, "/model", src);
+  CHECK_FALSE(m.has_value());
+  REQUIRE(d.size() == 1);
+  CHECK(d.list()[0].message.starts_with("model_type \"gpt_neox\" is not supported"));
+}
+
+TEST_CASE("MLA layer parameters follow DeepSeek-V3's projection shapes") {
+  ModelSpec m = load_model("deepseek-v3");
+  LayerParams p = layer_params(m, 0);
+  // W^DQ 7168×1536 + W^UQ 1536×(128·192) + W^DKV,KR 7168×576 + W^UK,UV 512×(128·256) + W^O (128·128)×7168 + 2 norms
+  double expected = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 128.0 * 128 * 7168 + 1536 + 512;
+  CHECK(p.attention_sharded + p.attention_replicated == expected);
+  CHECK(p.mlp_sharded == 3.0 * 7168 * 18432);
+  LayerParams moe = layer_params(m, 3);
+  CHECK(moe.routed_experts == 256);
+  CHECK(moe.expert == 3.0 * 7168 * 2048);
+  CHECK(moe.router == 256.0 * 7168 + 256);
+}
