@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #ifndef PLUMB_SOURCE_DIR
 #error "PLUMB_SOURCE_DIR must be defined by the build"
@@ -45,10 +46,8 @@ std::optional<std::filesystem::path> resolve_reference(const std::string& ref, c
   if (std::filesystem::is_regular_file(p)) return p;
   std::vector<std::string> names = catalogue_names(folder);
   std::string hint = nearest_word(ref, names);
-  std::string all;
-  for (const std::string& n : names) all += (all.empty() ? "" : ", ") + n;
   from.error(pointer, fmt::format("unknown {} \"{}\"{}; bundled: {} (or give a path to a .json file)", what, ref,
-                                  hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint), all));
+                                  hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint), fmt::join(names, ", ")));
   return std::nullopt;
 }
 

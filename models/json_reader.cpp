@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -128,11 +129,7 @@ void ObjectReader::finish() {
     std::string hint = nearest_word(key, known_);
     std::string message = fmt::format("unknown key \"{}\"", key);
     if (!hint.empty()) message += fmt::format("; did you mean \"{}\"?", hint);
-    else {
-      std::string all;
-      for (const std::string& k : known_) all += (all.empty() ? "" : ", ") + k;
-      message += fmt::format("; valid keys here: {}", all);
-    }
+    else message += fmt::format("; valid keys here: {}", fmt::join(known_, ", "));
     src_.error(pointer(key), message);
   }
 }
@@ -260,10 +257,8 @@ std::optional<std::size_t> ObjectReader::choice_index(std::string_view key, Need
   if (!word) return std::nullopt;
   for (std::size_t i = 0; i < words.size(); ++i)
     if (words[i] == *word) return i;
-  std::string all;
-  for (const std::string& w : words) all += (all.empty() ? "\"" : ", \"") + w + "\"";
   std::string hint = nearest_word(*word, words);
-  error(key, fmt::format("\"{}\" is not one of {}{}", *word, all,
+  error(key, fmt::format("\"{}\" is not one of \"{}\"{}", *word, fmt::join(words, "\", \""),
                          hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
   return std::nullopt;
 }

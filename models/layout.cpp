@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <numeric>
 
 #include "models/hardware.hpp"
@@ -37,7 +38,7 @@ Recompute read_recompute(ObjectReader& r) {
     apply(v->get<std::string>(), pointer);
     rc.label = v->get<std::string>();
   } else if (v->is_array()) {
-    rc.label.clear();
+    std::vector<std::string> words;
     for (std::size_t i = 0; i < v->size(); ++i) {
       std::string at = json_pointer_append(pointer, std::to_string(i));
       if (!(*v)[i].is_string()) {
@@ -45,8 +46,9 @@ Recompute read_recompute(ObjectReader& r) {
         continue;
       }
       apply((*v)[i].get<std::string>(), at);
-      rc.label += (rc.label.empty() ? "" : "+") + (*v)[i].get<std::string>();
+      words.push_back((*v)[i].get<std::string>());
     }
+    rc.label = words.empty() ? "none" : fmt::format("{}", fmt::join(words, "+"));
   } else {
     r.source().error(pointer, fmt::format("expected \"none\", \"selective\", \"full\" or a list, found {}", json_brief(*v)));
   }

@@ -1,6 +1,7 @@
 #include "models/memory_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/param_count.hpp"
 #include "models/placement.hpp"
@@ -9,23 +10,19 @@ namespace plumb {
 namespace {
 
 std::string stage_label(const MemoryPlan& plan, const RankMemory& r) {
-  std::string text;
-  for (std::size_t i = 0; i < r.stages.size(); ++i) {
-    const StagePlan& s = plan.stages[static_cast<std::size_t>(r.stages[i])];
+  std::vector<std::string> parts;
+  for (std::int64_t index : r.stages) {
+    const StagePlan& s = plan.stages[static_cast<std::size_t>(index)];
     std::string part = fmt::format("s{}:{}L", s.index, s.layers);
     if (s.embedding) part += "+E";
     if (s.mtp_modules > 0) part += fmt::format("+MTP{}", s.mtp_modules);
     if (s.head) part += "+H";
-    text += (text.empty() ? "" : " ") + part;
+    parts.push_back(std::move(part));
   }
-  return text;
+  return fmt::format("{}", fmt::join(parts, " "));
 }
 
-std::string inflight_label(const RankMemory& r) {
-  std::string text;
-  for (double c : r.inflight) text += (text.empty() ? "" : "+") + fmt::format("{:.0f}", c);
-  return text;
-}
+std::string inflight_label(const RankMemory& r) { return fmt::format("{:.0f}", fmt::join(r.inflight, "+")); }
 
 std::string gib(double bytes) { return fmt::format("{:.1f}", bytes / 1073741824.0); }
 
