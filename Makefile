@@ -1,24 +1,30 @@
 # The two commands a newcomer needs: `make demo` and `make test`. Everything else is CMake presets.
 JOBS ?= $(shell nproc)
 SCENARIO ?= scenarios/deepseek-v3-2048xh800.json
+BUILD = @cmake --preset $(1) >/dev/null && cmake --build --preset $(1) -j $(JOBS)
 
-.PHONY: demo test deps build-release build-debug build-asan bench clean
+.PHONY: demo test deps release debug asan bench clean
 
 deps:
 	@scripts/install-deps
 
-build-%: deps
-	@cmake --preset $* >/dev/null
-	@cmake --build --preset $* -j $(JOBS)
+release: deps
+	$(call BUILD,cpu-release)
 
-demo: build-cpu-release
+debug: deps
+	$(call BUILD,cpu-debug)
+
+asan: deps
+	$(call BUILD,asan)
+
+demo: release
 	./build/cpu-release/cli/plumb memory $(SCENARIO)
 
-test: build-cpu-debug build-asan
+test: debug asan
 	ctest --preset cpu-debug -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
-bench: build-cpu-release
+bench: release
 	./build/cpu-release/bench/plumb_bench
 
 clean:
