@@ -41,6 +41,26 @@ const Json* resolve_document(const Json& value, const std::string& folder, const
   return &doc;
 }
 
+// A profile given by name, path or inline object, read field by field; nullopt if any field failed.
+template <class Spec, class ReadFields>
+std::optional<Spec> read_profile(const Json& value, const std::string& pointer_in, const SourceFile& src,
+                                 const std::string& folder, const std::string& what, ReadFields read_fields) {
+  Json doc;
+  SourceFile file = src;
+  std::string pointer = pointer_in, id;
+  const Json* node = resolve_document(value, folder, what, pointer, src, doc, file, id);
+  if (!node) return std::nullopt;
+  std::size_t errors_before = src.diagnostics->size();
+  Spec spec;
+  spec.id = id;
+  {
+    ObjectReader r(*node, pointer, file);
+    read_fields(r, spec);
+  }
+  if (src.diagnostics->size() != errors_before) return std::nullopt;
+  return spec;
+}
+
 }  // namespace
 
 std::string_view math_dtype_name(MathDtype d) {
@@ -53,72 +73,52 @@ std::string_view math_dtype_name(MathDtype d) {
   return "?";
 }
 
-std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer_in, const SourceFile& src) {
-  Json doc;
-  SourceFile file = src;
-  std::string pointer = pointer_in, id;
-  const Json* node = resolve_document(value, kGpuProfiles, "GPU profile", pointer, src, doc, file, id);
-  if (!node) return std::nullopt;
-  std::size_t errors_before = src.diagnostics->size();
-  ObjectReader r(*node, pointer, file);
-  GpuSpec g;
-  g.id = id;
-  g.name = r.string("name", Need::required).value_or("");
-  g.sms = r.integer("sms", Need::required, 1, 100'000).value_or(1);
-  g.hbm_capacity = r.quantity("hbm_capacity", Dimension::bytes, Need::required).value_or(1);
-  g.hbm_bandwidth = r.quantity("hbm_bandwidth", Dimension::bandwidth, Need::required).value_or(1);
-  g.nvlink_bandwidth_per_direction =
-      r.quantity("nvlink_bandwidth_per_direction", Dimension::bandwidth, Need::required).value_or(1);
-  g.cuda_context = r.quantity("cuda_context", Dimension::bytes, Need::required).value_or(0);
-  if (const Json* peak = r.child("peak_dense", Need::required)) {
-    ObjectReader pr(*peak, r.pointer("peak_dense"), file);
-    for (MathDtype d : {MathDtype::fp32, MathDtype::tf32, MathDtype::bf16, MathDtype::fp8}) {
-      Need need = d == MathDtype::bf16 ? Need::required : Need::optional;
-      if (auto rate = pr.quantity(math_dtype_name(d), Dimension::flop_rate, need)) g.peak_dense[d] = *rate;
+std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
+  return read_profile<GpuSpec>(value, pointer, src, kGpuProfiles, "GPU profile", [](ObjectReader& r, GpuSpec& g) {
+    g.name = r.string("name", Need::required).value_or("");
+    g.sms = r.integer("sms", Need::required, 1, 100'000).value_or(1);
+    g.hbm_capacity = r.quantity("hbm_capacity", Dimension::bytes, Need::required).value_or(1);
+    g.hbm_bandwidth = r.quantity("hbm_bandwidth", Dimension::bandwidth, Need::required).value_or(1);
+    g.nvlink_bandwidth_per_direction =
+        r.quantity("nvlink_bandwidth_per_direction", Dimension::bandwidth, Need::required).value_or(1);
+    g.cuda_context = r.quantity("cuda_context", Dimension::bytes, Need::required).value_or(0);
+    if (const Json* peak = r.child("peak_dense", Need::required)) {
+      ObjectReader pr(*peak, r.pointer("peak_dense"), r.source());
+      for (MathDtype d : {MathDtype::fp32, MathDtype::tf32, MathDtype::bf16, MathDtype::fp8}) {
+        Need need = d == MathDtype::bf16 ? Need::required : Need::optional;
+        if (auto rate = pr.quantity(math_dtype_name(d), Dimension::flop_rate, need)) g.peak_dense[d] = *rate;
+      }
     }
-  }
-  g.sources = read_sources(r, {"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
-                               "nvlink_bandwidth_per_direction", "cuda_context"});
-  r.finish();
-  if (src.diagnostics->size() != errors_before) return std::nullopt;
-  return g;
+    g.sources = read_sources(r, {"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
+                                 "nvlink_bandwidth_per_direction", "cuda_context"});
+  });
 }
 
-std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer_in, const SourceFile& src) {
-  Json doc;
-  SourceFile file = src;
-  std::string pointer = pointer_in, id;
-  const Json* node = resolve_document(value, kFabricProfiles, "fabric profile", pointer, src, doc, file, id);
-  if (!node) return std::nullopt;
-  std::size_t errors_before = src.diagnostics->size();
-  ObjectReader r(*node, pointer, file);
-  FabricSpec f;
-  f.id = id;
-  f.name = r.string("name", Need::required).value_or("");
-  f.gpus_per_node = r.integer("gpus_per_node", Need::required, 1, 1024).value_or(8);
-  f.nvswitch = r.boolean("nvswitch", Need::required).value_or(true);
-  f.nvlink_effective_per_gpu = r.quantity("nvlink_effective_per_gpu", Dimension::bandwidth, Need::optional);
-  f.nics_per_node = r.integer("nics_per_node", Need::required, 0, 1024).value_or(0);
-  f.nic_rate = r.quantity("nic_rate", Dimension::bandwidth, Need::required).value_or(1);
-  f.nic_effective = r.quantity("nic_effective", Dimension::bandwidth, Need::optional);
-  if (const Json* t = r.child("topology", Need::required)) {
-    ObjectReader tr(*t, r.pointer("topology"), file);
-    f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
-                                              {{"rail-optimized-fat-tree", FabricShape::rail_optimized_fat_tree},
-                                               {"fat-tree", FabricShape::fat_tree},
-                                               {"clos3", FabricShape::clos3}})
-                           .value_or(FabricShape::rail_optimized_fat_tree);
-    f.topology.tiers = tr.integer("tiers", Need::required, 1, 4).value_or(2);
-    f.topology.oversubscription = tr.number("oversubscription", Need::optional, 1.0, 64.0).value_or(1.0);
-    f.topology.planes = tr.integer("planes", Need::optional, 1, 64).value_or(1);
-  }
-  std::vector<std::string> figures{"gpus_per_node", "nvswitch", "nics_per_node", "nic_rate", "topology"};
-  if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");
-  if (f.nic_effective) figures.emplace_back("nic_effective");
-  f.sources = read_sources(r, figures);
-  r.finish();
-  if (src.diagnostics->size() != errors_before) return std::nullopt;
-  return f;
+std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer, const SourceFile& src) {
+  return read_profile<FabricSpec>(value, pointer, src, kFabricProfiles, "fabric profile", [](ObjectReader& r, FabricSpec& f) {
+    f.name = r.string("name", Need::required).value_or("");
+    f.gpus_per_node = r.integer("gpus_per_node", Need::required, 1, 1024).value_or(8);
+    f.nvswitch = r.boolean("nvswitch", Need::required).value_or(true);
+    f.nvlink_effective_per_gpu = r.quantity("nvlink_effective_per_gpu", Dimension::bandwidth, Need::optional);
+    f.nics_per_node = r.integer("nics_per_node", Need::required, 0, 1024).value_or(0);
+    f.nic_rate = r.quantity("nic_rate", Dimension::bandwidth, Need::required).value_or(1);
+    f.nic_effective = r.quantity("nic_effective", Dimension::bandwidth, Need::optional);
+    if (const Json* t = r.child("topology", Need::required)) {
+      ObjectReader tr(*t, r.pointer("topology"), r.source());
+      f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
+                                                {{"rail-optimized-fat-tree", FabricShape::rail_optimized_fat_tree},
+                                                 {"fat-tree", FabricShape::fat_tree},
+                                                 {"clos3", FabricShape::clos3}})
+                             .value_or(FabricShape::rail_optimized_fat_tree);
+      f.topology.tiers = tr.integer("tiers", Need::required, 1, 4).value_or(2);
+      f.topology.oversubscription = tr.number("oversubscription", Need::optional, 1.0, 64.0).value_or(1.0);
+      f.topology.planes = tr.integer("planes", Need::optional, 1, 64).value_or(1);
+    }
+    std::vector<std::string> figures{"gpus_per_node", "nvswitch", "nics_per_node", "nic_rate", "topology"};
+    if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");
+    if (f.nic_effective) figures.emplace_back("nic_effective");
+    f.sources = read_sources(r, figures);
+  });
 }
 
 std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer_in, const SourceFile& src) {
