@@ -82,6 +82,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     g.nvlink_bandwidth_per_direction =
         r.quantity("nvlink_bandwidth_per_direction", Dimension::bandwidth, Need::required).value_or(1);
     g.cuda_context = r.quantity("cuda_context", Dimension::bytes, Need::required).value_or(0);
+    g.cublas_workspace = r.quantity("cublas_workspace", Dimension::bytes, Need::required).value_or(0);
     if (const Json* peak = r.child("peak_dense", Need::required)) {
       ObjectReader pr(*peak, r.pointer("peak_dense"), r.source());
       for (MathDtype d : {MathDtype::fp32, MathDtype::tf32, MathDtype::bf16, MathDtype::fp8}) {
@@ -90,7 +91,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
       }
     }
     g.sources = read_sources(r, {"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
-                                 "nvlink_bandwidth_per_direction", "cuda_context"});
+                                 "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"});
   });
 }
 

@@ -20,6 +20,7 @@ struct GpuSpec {
   std::map<MathDtype, double> peak_dense;  // FLOP/s; a dtype the GPU lacks is absent
   double nvlink_bandwidth_per_direction = 0;  // bytes/s per GPU
   double cuda_context = 0;                    // bytes taken before the first allocation
+  double cublas_workspace = 0;                // bytes of GEMM workspace per compute stream
   std::map<std::string, std::string> sources;
 };
 

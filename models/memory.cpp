@@ -142,6 +142,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.grads_bytes = dense.grads + expert.grads;
     rank.optimizer_bytes = dense.optimizer + expert.optimizer;
     rank.cuda_context_bytes = job.cluster.gpu.cuda_context;
+    rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
     // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.
     if (p.zero >= 3) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
     rank.reserved_bytes = job.training.reserved_memory;

@@ -36,9 +36,9 @@ struct RankMemory {
   double dense_params = 0;              // parameters held (after TP sharding, before ZeRO)
   double expert_params = 0;             // routed-expert parameters held (after EP/ETP sharding)
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0;
-  double cuda_context_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
+  double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
 
-  double other_bytes() const { return cuda_context_bytes + zero3_prefetch_bytes + reserved_bytes; }
+  double other_bytes() const { return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes; }
   double total_bytes() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();
   }

@@ -41,7 +41,11 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
   out["peak_stage"] = plan.peak_rank;
   out["peak_bytes"] = plan.ranks[plan.peak_rank].total_bytes();
   ParamCounts counts = count_params(job.model);
-  out["model_params"] = {{"total", counts.total}, {"activated", counts.activated}, {"mtp", counts.mtp}};
+  out["model_params"] = {{"total", counts.total},         {"activated", counts.activated},
+                         {"embedding", counts.embedding}, {"position", counts.position},
+                         {"layers", counts.layers},       {"routed_experts", counts.routed_experts},
+                         {"final_norm", counts.final_norm}, {"head", counts.head},
+                         {"mtp", counts.mtp}};
   Json stages = Json::array();
   for (const RankMemory& r : plan.ranks) {
     Json held = Json::array();
@@ -61,6 +65,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                       {"activations_bytes", r.activations_bytes},
                       {"other_bytes", r.other_bytes()},
                       {"other", {{"cuda_context_bytes", r.cuda_context_bytes},
+                                 {"workspace_bytes", r.workspace_bytes},
                                  {"zero3_prefetch_bytes", r.zero3_prefetch_bytes},
                                  {"reserved_bytes", r.reserved_bytes}}},
                       {"total_bytes", r.total_bytes()},

@@ -7,6 +7,7 @@
 #include "models/catalogue.hpp"
 #include "models/memory.hpp"
 #include "models/memory_report.hpp"
+#include "models/param_count.hpp"
 
 using namespace plumb;
 namespace fs = std::filesystem;
@@ -92,4 +93,15 @@ TEST_CASE("--set overrides any field, and a mistyped one is named with its flag"
           "cannot set \"model.hidden\": /model is \"deepseek-v3\", not an object (--set model.hidden=1024)");
     CHECK(e.diagnostics()[1].to_string() == "--set: \"nonsense\" is not key=value (e.g. --set parallel.pp=8)");
   }
+}
+
+TEST_CASE("models and clusters may be given by path or inline") {
+  Job by_path = load_scenario(data_dir() / "tests/fixtures/scenarios/references.json");
+  CHECK(by_path.model.name == "llama3-8b");
+  CHECK(by_path.cluster.gpus() == 32);
+  Job inline_model = load_scenario(data_dir() / "tests/fixtures/scenarios/inline_model.json");
+  CHECK(inline_model.model.attention.head_dim == 64);  // hidden / heads when not given
+  // Embedding + 4 × (q 1024² + k, v 1024×256 + o 1024² + SwiGLU 3·1024·4096 + 2 norms) + final norm + head.
+  double layer = 1024.0 * 1024 * 2 + 2 * 1024.0 * 256 + 3 * 1024.0 * 4096 + 2 * 1024;
+  CHECK(count_params(inline_model.model).total == 2 * 32000.0 * 1024 + 4 * layer + 1024);
 }
