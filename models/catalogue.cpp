@@ -33,15 +33,7 @@ std::optional<std::filesystem::path> resolve_reference(const std::string& ref, c
     return std::nullopt;
   }
   bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".json");
-  if (is_path) {
-    std::filesystem::path p(ref);
-    if (p.is_relative()) p = from.dir / p;
-    if (!std::filesystem::is_regular_file(p)) {
-      from.error(pointer, fmt::format("{} file \"{}\" not found (looked for {})", what, ref, p.string()));
-      return std::nullopt;
-    }
-    return p;
-  }
+  if (is_path) return resolve_path(ref, what, pointer, from);
   std::filesystem::path p = data_dir() / folder / (ref + ".json");
   if (std::filesystem::is_regular_file(p)) return p;
   std::vector<std::string> names = catalogue_names(folder);
@@ -49,6 +41,17 @@ std::optional<std::filesystem::path> resolve_reference(const std::string& ref, c
   from.error(pointer, fmt::format("unknown {} \"{}\"{}; bundled: {} (or give a path to a .json file)", what, ref,
                                   hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint), fmt::join(names, ", ")));
   return std::nullopt;
+}
+
+std::optional<std::filesystem::path> resolve_path(const std::string& ref, const std::string& what,
+                                                  const std::string& pointer, const SourceFile& from) {
+  std::filesystem::path p(ref);
+  if (p.is_relative()) p = from.dir / p;
+  if (!std::filesystem::is_regular_file(p)) {
+    from.error(pointer, fmt::format("{} file \"{}\" not found (looked for {})", what, ref, p.string()));
+    return std::nullopt;
+  }
+  return p;
 }
 
 SourceFile source_for(const std::filesystem::path& path, const SourceFile& from) {

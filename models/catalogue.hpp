@@ -29,6 +29,11 @@ std::optional<std::filesystem::path> resolve_reference(const std::string& ref, c
                                                        const std::string& what, const std::string& pointer,
                                                        const SourceFile& from);
 
+// A path relative to the referring file's folder (or absolute) that must name an existing file;
+// otherwise a diagnostic at `pointer` saying where plumb looked.
+std::optional<std::filesystem::path> resolve_path(const std::string& ref, const std::string& what,
+                                                  const std::string& pointer, const SourceFile& from);
+
 // A SourceFile for a file reached from `from` (same diagnostics sink), named relative to the
 // working directory when that is shorter.
 SourceFile source_for(const std::filesystem::path& path, const SourceFile& from);

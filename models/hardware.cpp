@@ -128,16 +128,10 @@ std::optional<Cluster> read_cluster(const Json& value, const std::string& pointe
   std::string pointer = pointer_in;
   const Json* node = &value;
   if (value.is_string()) {
-    std::string ref = value.get<std::string>();
-    std::filesystem::path p(ref);
-    if (p.is_relative()) p = src.dir / p;
-    if (!std::filesystem::is_regular_file(p)) {
-      src.error(pointer, fmt::format("cluster file \"{}\" not found (looked for {}); give a path or an object "
-                                     "{{\"gpu\": ..., \"nodes\": ..., \"fabric\": ...}}", ref, p.string()));
-      return std::nullopt;
-    }
-    file = source_for(p, src);
-    doc = load_json_file(p, file);
+    auto path = resolve_path(value.get<std::string>(), "cluster", pointer, src);
+    if (!path) return std::nullopt;
+    file = source_for(*path, src);
+    doc = load_json_file(*path, file);
     if (doc.is_discarded()) return std::nullopt;
     node = &doc;
     pointer.clear();

@@ -60,20 +60,60 @@ std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int6
   }
 }
 
-double stage_activation_bytes(const Job& job, const StagePlan& s) {
-  ActivationSettings settings = ActivationSettings::of(job.layout, job.training);
-  const ModelSpec& m = job.model;
-  double per_token = 0;
-  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) per_token += layer_bytes_per_token(m, l, settings);
-  if (s.embedding) per_token += bytes_per_token(embedding_tensors(m), settings);
-  if (s.head) per_token += bytes_per_token(head_tensors(m), settings);
-  for (std::int64_t k = 0; k < s.mtp_modules; ++k)
-    per_token += layer_bytes_per_token(m, m.layers - 1, settings) + bytes_per_token(mtp_extra_tensors(m), settings);
-  double tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
-  return per_token * tokens;
+namespace {
+
+// One rank's share of a layer: every dense layer of a model is alike, and so is every MoE layer,
+// so each kind is costed once per plan rather than once per layer.
+struct LayerShare {
+  double dense_params = 0;   // after TP sharding
+  double expert_params = 0;  // after EP/ETP sharding
+  double bytes_per_token = 0;
+};
+
+struct ModelShare {
+  ParamCounts counts;
+  LayerShare dense_layer, moe_layer;
+  double embedding_bytes_per_token = 0, head_bytes_per_token = 0, mtp_extra_bytes_per_token = 0;
+  double tokens = 0;  // per micro-batch on one rank
+
+  const LayerShare& layer(const ModelSpec& m, std::int64_t l) const { return m.is_moe_layer(l) ? moe_layer : dense_layer; }
+};
+
+LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSettings& settings) {
+  const ParallelLayout& p = job.layout;
+  LayerParams lp = layer_params(job.model, layer);
+  LayerShare share;
+  share.dense_params = (lp.attention_sharded + lp.mlp_sharded) / static_cast<double>(p.tp) + lp.attention_replicated +
+                       lp.mlp_replicated + lp.norms + lp.router;
+  share.expert_params = lp.expert / static_cast<double>(p.etp) * static_cast<double>(lp.routed_experts / p.ep);
+  share.bytes_per_token = layer_bytes_per_token(job.model, layer, settings);
+  return share;
 }
 
-namespace {
+ModelShare model_share(const Job& job) {
+  const ModelSpec& m = job.model;
+  ActivationSettings settings = ActivationSettings::of(job.layout, job.training);
+  ModelShare share;
+  share.counts = count_params(m);
+  share.dense_layer = layer_share(job, 0, settings);
+  if (m.moe) share.moe_layer = layer_share(job, m.layers - 1, settings);
+  share.embedding_bytes_per_token = bytes_per_token(embedding_tensors(m), settings);
+  share.head_bytes_per_token = bytes_per_token(head_tensors(m), settings);
+  share.mtp_extra_bytes_per_token = bytes_per_token(mtp_extra_tensors(m), settings);
+  share.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
+  return share;
+}
+
+double activation_bytes(const ModelSpec& m, const ModelShare& share, const StagePlan& s) {
+  double per_token = 0;
+  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) per_token += share.layer(m, l).bytes_per_token;
+  if (s.embedding) per_token += share.embedding_bytes_per_token;
+  if (s.head) per_token += share.head_bytes_per_token;
+  // Each MTP module is one more block of the last layer's kind plus its own norms, projection and head.
+  per_token += static_cast<double>(s.mtp_modules) *
+               (share.layer(m, m.layers - 1).bytes_per_token + share.mtp_extra_bytes_per_token);
+  return per_token * share.tokens;
+}
 
 struct HeldParams {
   double dense = 0;
@@ -81,24 +121,18 @@ struct HeldParams {
   double largest_layer = 0;  // what ZeRO-3 gathers at once, after TP/EP sharding
 };
 
-HeldParams params_of_stage(const Job& job, const StagePlan& s, bool holds_first_stage) {
+HeldParams params_of_stage(const Job& job, const ModelShare& share, const StagePlan& s, bool holds_first_stage) {
   const ModelSpec& m = job.model;
-  const ParallelLayout& p = job.layout;
-  double tp = static_cast<double>(p.tp);
+  double tp = static_cast<double>(job.layout.tp);
   double h = static_cast<double>(m.hidden);
+  const ParamCounts& counts = share.counts;
   HeldParams held;
-  auto add_layer = [&](std::int64_t layer) {
-    LayerParams lp = layer_params(m, layer);
-    double dense = (lp.attention_sharded + lp.mlp_sharded) / tp + lp.attention_replicated + lp.mlp_replicated +
-                   lp.norms + lp.router;
-    double expert = lp.expert / static_cast<double>(p.etp) *
-                    static_cast<double>(lp.routed_experts / p.ep);
-    held.dense += dense;
-    held.expert += expert;
-    held.largest_layer = std::max(held.largest_layer, dense + expert);
+  auto add_layer = [&](const LayerShare& layer) {
+    held.dense += layer.dense_params;
+    held.expert += layer.expert_params;
+    held.largest_layer = std::max(held.largest_layer, layer.dense_params + layer.expert_params);
   };
-  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(l);
-  ParamCounts counts = count_params(m);
+  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(share.layer(m, l));
   if (s.embedding) held.dense += counts.embedding / tp + counts.position;
   if (s.head) {
     held.dense += counts.final_norm;
@@ -106,13 +140,17 @@ HeldParams params_of_stage(const Job& job, const StagePlan& s, bool holds_first_
     held.dense += (m.tied_embeddings ? (holds_first_stage ? 0.0 : counts.embedding) : counts.head) / tp;
   }
   for (std::int64_t k = 0; k < s.mtp_modules; ++k) {
-    add_layer(m.layers - 1);
-    held.dense += 2.0 * h * h / tp + (mtp_module_extra_params(m) - 2.0 * h * h);
+    add_layer(share.layer(m, m.layers - 1));
+    held.dense += 2.0 * h * h / tp + (mtp_module_extra_params(m) - 2.0 * h * h);  // projection split over TP
   }
   return held;
 }
 
 }  // namespace
+
+double stage_activation_bytes(const Job& job, const StagePlan& s) {
+  return activation_bytes(job.model, model_share(job), s);
+}
 
 MemoryPlan plan_memory(const Job& job) {
   const ParallelLayout& p = job.layout;
@@ -120,6 +158,7 @@ MemoryPlan plan_memory(const Job& job) {
   plan.capacity_bytes = job.cluster.gpu.hbm_capacity;
   plan.microbatches = job.microbatches();
   plan.stages = stage_plans(job);
+  const ModelShare share = model_share(job);
   for (std::int64_t r = 0; r < p.pp; ++r) {
     RankMemory rank;
     rank.pp_rank = r;
@@ -129,11 +168,11 @@ MemoryPlan plan_memory(const Job& job) {
     double largest_layer = 0;
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
-      HeldParams held = params_of_stage(job, s, holds_first);
+      HeldParams held = params_of_stage(job, share, s, holds_first);
       rank.dense_params += held.dense;
       rank.expert_params += held.expert;
       largest_layer = std::max(largest_layer, held.largest_layer);
-      rank.activations_bytes += rank.inflight[i] * stage_activation_bytes(job, s);
+      rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     double wb = weight_bytes(job.training.precision);
     ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer);

@@ -141,13 +141,9 @@ std::optional<ModelSpec> read_model(const Json& value, const std::string& pointe
     auto ref = r.string("hf_config", Need::required);
     r.finish();
     if (!ref) return std::nullopt;
-    std::filesystem::path p(*ref);
-    if (p.is_relative()) p = src.dir / p;
-    if (!std::filesystem::is_regular_file(p)) {
-      src.error(r.pointer("hf_config"), fmt::format("config file \"{}\" not found (looked for {})", *ref, p.string()));
-      return std::nullopt;
-    }
-    return read_hf_config(p, src, r.pointer("hf_config"));
+    auto path = resolve_path(*ref, "Hugging Face config", r.pointer("hf_config"), src);
+    if (!path) return std::nullopt;
+    return read_hf_config(*path, src, r.pointer("hf_config"));
   }
   if (value.is_object()) return read_model_object(value, pointer, src);
   src.error(pointer, fmt::format("expected a model preset name, a path to a model file, {{\"hf_config\": \"...\"}} "
