@@ -1,0 +1,316 @@
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <fmt/format.h>
+#include <queue>
+
+#include "sim/network.hpp"
+
+namespace plumb::sim {
+namespace {
+
+enum class EventKind : std::uint8_t { finish, compute_done, transmitted };
+
+// `id` is a task, except for `transmitted`, where it is a network flow; `version` lets an event
+// whose estimate was superseded (a speed or rate changed) be recognised and dropped.
+struct Event {
+  Time time;
+  std::uint64_t seq;
+  std::uint32_t id;
+  std::uint32_t version;
+  EventKind kind;
+  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// A compute task sharing its GPU's free SMs with the GPU's other such tasks.
+struct FluidTask {
+  TaskId task;
+  double remaining;  // picoseconds of work at full speed
+  double speed = 0;
+  Time last;
+};
+
+struct GpuState {
+  std::int32_t held_sms = 0;
+  std::vector<FluidTask> fluid;
+  bool dirty = false;
+  std::int64_t memory = 0;
+};
+
+class Engine {
+ public:
+  Engine(const TaskGraph& g, const Machine& m, const Topology* t)
+      : g_(g), m_(m), topology_(t), gpus_(m.gpus().size()), stream_pos_(m.streams().size(), 0),
+        stream_busy_(m.streams().size(), 0) {
+    if (!g.finalized()) throw std::logic_error("simulate: finalize() the task graph first");
+    if (t) network_.emplace(*t);
+    std::size_t n = g.size();
+    r_.start.assign(n, -1);
+    r_.end.assign(n, -1);
+    r_.binding.assign(n, kNoTask);
+    last_dep_.assign(n, kNoTask);
+    pending_.resize(n);
+    version_.assign(n, 0);
+    stream_offset_.assign(m.streams().size() + 1, 0);
+    for (TaskId i = 0; i < n; ++i) {
+      pending_[i] = g.predecessor_count(i);
+      StreamId s = g.stream(i);
+      if (s != kNoStream) {
+        if (static_cast<std::size_t>(s) >= m.streams().size()) throw std::out_of_range("simulate: task on an unknown stream");
+        ++stream_offset_[static_cast<std::size_t>(s) + 1];
+      }
+      if (g.kind(i) == TaskKind::transfer && !t) throw std::logic_error("simulate: transfers need a topology");
+    }
+    for (std::size_t s = 0; s < m.streams().size(); ++s) stream_offset_[s + 1] += stream_offset_[s];
+    stream_tasks_.resize(stream_offset_.back());
+    std::vector<std::uint64_t> fill(stream_offset_.begin(), stream_offset_.end() - 1);
+    for (TaskId i = 0; i < n; ++i)
+      if (g.stream(i) != kNoStream) stream_tasks_[fill[static_cast<std::size_t>(g.stream(i))]++] = i;
+    r_.memory.resize(gpus_.size());
+    r_.peak_memory.assign(gpus_.size(), 0);
+  }
+
+  SimResult run() {
+    for (TaskId i = 0; i < g_.size(); ++i)
+      if (pending_[i] == 0 && g_.stream(i) == kNoStream) start(i);
+    for (std::size_t s = 0; s < m_.streams().size(); ++s) try_stream(static_cast<StreamId>(s));
+    settle();
+    while (!queue_.empty()) {
+      Event e = queue_.top();
+      queue_.pop();
+      now_ = e.time;
+      ++r_.events;
+      handle(e);
+      if (queue_.empty() || queue_.top().time != now_) settle();
+    }
+    if (finished_ != g_.size()) deadlock();
+    r_.makespan = now_;
+    r_.stream_busy = std::move(stream_busy_);
+    if (network_) {
+      r_.link_bytes.resize(topology_->link_count());
+      for (LinkId l = 0; l < topology_->link_count(); ++l) r_.link_bytes[l] = network_->link_bytes(l);
+      r_.rate_updates = network_->recomputes();
+    }
+    return std::move(r_);
+  }
+
+ private:
+  void push(Time t, std::uint32_t id, EventKind kind, std::uint32_t version = 0) {
+    queue_.push(Event{t, seq_++, id, version, kind});
+  }
+
+  std::int32_t gpu_of(TaskId t) const { return g_.stream(t) == kNoStream ? -1 : m_.gpu_of(g_.stream(t)); }
+
+  // Starts the head of stream s if it is ready and nothing else runs there.
+  void try_stream(StreamId s) {
+    std::size_t si = static_cast<std::size_t>(s);
+    std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
+    if (pos >= stream_offset_[si + 1]) return;
+    TaskId head = stream_tasks_[pos];
+    if (pending_[head] != 0 || r_.start[head] >= 0) return;
+    start(head);
+  }
+
+  void start(TaskId t) {
+    r_.start[t] = now_;
+    TaskId prev = kNoTask;
+    if (StreamId s = g_.stream(t); s != kNoStream && stream_pos_[static_cast<std::size_t>(s)] > 0)
+      prev = stream_tasks_[stream_offset_[static_cast<std::size_t>(s)] + stream_pos_[static_cast<std::size_t>(s)] - 1];
+    TaskId dep = last_dep_[t];
+    r_.binding[t] = (prev != kNoTask && (dep == kNoTask || r_.end[prev] >= r_.end[dep])) ? prev : dep;
+    std::int32_t gpu = gpu_of(t);
+    if (g_.hold_sms(t) > 0) {
+      gpus_[static_cast<std::size_t>(gpu)].held_sms += g_.hold_sms(t);
+      mark(gpu);
+    }
+    switch (g_.kind(t)) {
+      case TaskKind::marker: push(now_, t, EventKind::finish); break;
+      case TaskKind::compute:
+        if (g_.hold_sms(t) > 0 || g_.work(t) == 0) {
+          push(now_ + g_.work(t), t, EventKind::finish);
+        } else {
+          gpus_[static_cast<std::size_t>(gpu)].fluid.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});
+          mark(gpu);
+        }
+        break;
+      case TaskKind::transfer: start_transfer(t); break;
+    }
+  }
+
+  void start_transfer(TaskId t) {
+    auto vertex = [&](std::uint32_t v) {
+      if (v >= topology_->vertex_count()) throw std::out_of_range("simulate: transfer to an unknown topology vertex");
+      return static_cast<Topology::Vertex>(v);
+    };
+    std::vector<LinkId> path = topology_->route(vertex(g_.src(t)), vertex(g_.dst(t)), t);
+    if (path.empty()) {  // a copy within one device
+      push(now_, t, EventKind::finish);
+      return;
+    }
+    Network::FlowId f = network_->start(std::move(path), g_.bytes(t), now_);
+    if (flow_task_.size() <= f) flow_task_.resize(f + 1);
+    flow_task_[f] = t;
+  }
+
+  void mark(std::int32_t gpu) { gpus_[static_cast<std::size_t>(gpu)].dirty = true; }
+
+  void handle(const Event& e) {
+    switch (e.kind) {
+      case EventKind::finish: finish(e.id); break;
+      case EventKind::compute_done: {
+        if (e.version != version_[e.id]) return;  // its speed changed since
+        GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_of(e.id))];
+        auto it = std::find_if(gpu.fluid.begin(), gpu.fluid.end(), [&](const FluidTask& f) { return f.task == e.id; });
+        gpu.fluid.erase(it);
+        gpu.dirty = true;
+        finish(e.id);
+        break;
+      }
+      case EventKind::transmitted: {
+        Network::FlowId f = e.id;
+        if (e.version != network_->version(f)) return;  // its rate changed since
+        TaskId t = flow_task_[f];
+        Time latency = network_->latency(f);
+        network_->stop(f, now_);
+        push(now_ + latency, t, EventKind::finish);
+        break;
+      }
+    }
+  }
+
+  void finish(TaskId t) {
+    r_.end[t] = now_;
+    r_.last_finished = t;
+    ++finished_;
+    std::int32_t gpu = gpu_of(t);
+    if (g_.hold_sms(t) > 0) {
+      gpus_[static_cast<std::size_t>(gpu)].held_sms -= g_.hold_sms(t);
+      mark(gpu);
+    }
+    if (std::int64_t delta = g_.memory_delta(t); delta != 0 && gpu >= 0) {
+      GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+      state.memory += delta;
+      r_.memory[static_cast<std::size_t>(gpu)].push_back({now_, state.memory});
+      r_.peak_memory[static_cast<std::size_t>(gpu)] = std::max(r_.peak_memory[static_cast<std::size_t>(gpu)], state.memory);
+    }
+    for (const TaskId* s = g_.successors_begin(t); s != g_.successors_end(t); ++s) {
+      if (--pending_[*s] != 0) continue;
+      last_dep_[*s] = t;
+      if (g_.stream(*s) == kNoStream) start(*s);
+      else try_stream(g_.stream(*s));
+    }
+    if (StreamId s = g_.stream(t); s != kNoStream) {
+      std::size_t si = static_cast<std::size_t>(s);
+      stream_busy_[si] += now_ - r_.start[t];
+      ++stream_pos_[si];
+      try_stream(s);
+    }
+  }
+
+  // After all events of one instant: re-share SMs on GPUs whose load changed, and bandwidth.
+  void settle() {
+    for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
+      GpuState& gpu = gpus_[gi];
+      if (!gpu.dirty) continue;
+      gpu.dirty = false;
+      if (gpu.fluid.empty()) continue;
+      double sms = static_cast<double>(m_.gpus()[gi].sms);
+      double free = std::max(0.0, sms - gpu.held_sms);
+      double speed = m_.curve.speed(free / sms / static_cast<double>(gpu.fluid.size()));
+      for (FluidTask& f : gpu.fluid) {
+        f.remaining = std::max(0.0, f.remaining - f.speed * static_cast<double>(now_ - f.last));
+        f.last = now_;
+        f.speed = speed;
+        ++version_[f.task];
+        if (speed > 0) push(now_ + static_cast<Time>(std::ceil(f.remaining / speed)), f.task, EventKind::compute_done, version_[f.task]);
+      }
+    }
+    if (network_ && network_->dirty()) {
+      network_->recompute(now_);
+      for (Network::FlowId f : network_->active()) {
+        if (flow_version_.size() <= f) flow_version_.resize(f + 1, ~0u);
+        if (flow_version_[f] == network_->version(f)) continue;  // estimate unchanged, event already queued
+        flow_version_[f] = network_->version(f);
+        push(network_->transmit_end(f), f, EventKind::transmitted, network_->version(f));
+      }
+    }
+  }
+
+  [[noreturn]] void deadlock() {
+    std::vector<std::vector<TaskId>> preds(g_.size());
+    for (TaskId u = 0; u < g_.size(); ++u)
+      for (const TaskId* s = g_.successors_begin(u); s != g_.successors_end(u); ++s)
+        if (r_.end[u] < 0) preds[*s].push_back(u);
+    auto name = [&](TaskId t) { return fmt::format("\"{}\" (#{})", g_.label(t), t); };
+    std::vector<TaskId> waiting;
+    std::string lines;
+    for (TaskId t = 0; t < g_.size(); ++t) {
+      if (r_.start[t] >= 0 || pending_[t] == 0) continue;
+      waiting.push_back(t);
+      if (waiting.size() > 12) continue;
+      std::string on;
+      if (StreamId s = g_.stream(t); s != kNoStream) {
+        const SimStream& st = m_.streams()[static_cast<std::size_t>(s)];
+        on = fmt::format(" on {}/{}", m_.gpus()[static_cast<std::size_t>(st.gpu)].name, st.name);
+      }
+      std::string deps;
+      for (TaskId p : preds[t]) deps += (deps.empty() ? "" : ", ") + name(p);
+      lines += fmt::format("\n  {}{} waits for {}", name(t), on, deps);
+    }
+    // Ready tasks that never ran are stuck behind an earlier task of their stream.
+    for (std::size_t s = 0; s < m_.streams().size(); ++s) {
+      std::uint64_t pos = stream_offset_[s] + stream_pos_[s];
+      if (pos >= stream_offset_[s + 1]) continue;
+      TaskId head = stream_tasks_[pos];
+      for (std::uint64_t i = pos + 1; i < stream_offset_[s + 1]; ++i) {
+        TaskId t = stream_tasks_[i];
+        if (pending_[t] == 0 && r_.start[t] < 0) {
+          waiting.push_back(t);
+          if (waiting.size() <= 12) lines += fmt::format("\n  {} waits for {} ahead of it on its stream", name(t), name(head));
+        }
+      }
+    }
+    std::sort(waiting.begin(), waiting.end());
+    throw DeadlockError(fmt::format("deadlock at t = {} ps: {} of {} tasks can never run{}{}", now_,
+                                    g_.size() - finished_, g_.size(), lines,
+                                    waiting.size() > 12 ? fmt::format("\n  ... and {} more", waiting.size() - 12) : ""),
+                        std::move(waiting));
+  }
+
+  const TaskGraph& g_;
+  const Machine& m_;
+  const Topology* topology_;
+  std::optional<Network> network_;
+  std::vector<GpuState> gpus_;
+  std::vector<std::uint64_t> stream_offset_;
+  std::vector<TaskId> stream_tasks_;
+  std::vector<std::uint64_t> stream_pos_;
+  std::vector<Time> stream_busy_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<TaskId> last_dep_;
+  std::vector<std::uint32_t> version_;
+  std::vector<TaskId> flow_task_;
+  std::vector<std::uint32_t> flow_version_;  // per flow, the version of its queued completion event
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::uint64_t seq_ = 0;
+  std::size_t finished_ = 0;
+  Time now_ = 0;
+  SimResult r_;
+};
+
+}  // namespace
+
+SimResult simulate(const TaskGraph& graph, const Machine& machine, const Topology* topology) {
+  return Engine(graph, machine, topology).run();
+}
+
+std::vector<TaskId> critical_path(const SimResult& result) {
+  std::vector<TaskId> path;
+  for (TaskId t = result.last_finished; t != kNoTask; t = result.binding[t]) path.push_back(t);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace plumb::sim

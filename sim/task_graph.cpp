@@ -1,0 +1,89 @@
+#include "sim/task_graph.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace plumb::sim {
+
+std::uint32_t TaskGraph::intern(std::string_view label) {
+  // Graphs reuse a handful of labels ("F", "B", "all-to-all"); a linear scan of recent ones suffices.
+  for (std::size_t i = labels_.size(); i-- > 0 && labels_.size() - i <= 64;)
+    if (labels_[i] == label) return static_cast<std::uint32_t>(i);
+  labels_.emplace_back(label);
+  return static_cast<std::uint32_t>(labels_.size() - 1);
+}
+
+TaskId TaskGraph::push(TaskKind kind, std::string_view label, StreamId stream) {
+  if (finalized_) throw std::logic_error("TaskGraph: tasks added after finalize()");
+  kind_.push_back(kind);
+  stream_.push_back(stream);
+  work_.push_back(0);
+  hold_sms_.push_back(0);
+  bytes_.push_back(0);
+  src_.push_back(0);
+  dst_.push_back(0);
+  label_.push_back(intern(label));
+  if (!memory_delta_.empty()) memory_delta_.push_back(0);
+  return static_cast<TaskId>(kind_.size() - 1);
+}
+
+TaskId TaskGraph::add_compute(std::string_view label, StreamId stream, Time work, std::int32_t hold_sms) {
+  if (stream < 0) throw std::invalid_argument("TaskGraph: a compute task needs a stream");
+  if (work < 0 || hold_sms < 0) throw std::invalid_argument("TaskGraph: negative work or SMs");
+  TaskId t = push(TaskKind::compute, label, stream);
+  work_[t] = work;
+  hold_sms_[t] = hold_sms;
+  return t;
+}
+
+TaskId TaskGraph::add_transfer(std::string_view label, StreamId stream, std::uint32_t src, std::uint32_t dst,
+                               double bytes, std::int32_t hold_sms) {
+  if (stream < 0) throw std::invalid_argument("TaskGraph: a transfer needs a stream");
+  if (!(bytes >= 0) || hold_sms < 0) throw std::invalid_argument("TaskGraph: negative bytes or SMs");
+  TaskId t = push(TaskKind::transfer, label, stream);
+  src_[t] = src;
+  dst_[t] = dst;
+  bytes_[t] = bytes;
+  hold_sms_[t] = hold_sms;
+  return t;
+}
+
+TaskId TaskGraph::add_marker(std::string_view label, StreamId stream) { return push(TaskKind::marker, label, stream); }
+
+void TaskGraph::add_dependency(TaskId before, TaskId after) {
+  if (finalized_) throw std::logic_error("TaskGraph: dependency added after finalize()");
+  if (before >= size() || after >= size()) throw std::out_of_range("TaskGraph: dependency on an unknown task");
+  edges_.emplace_back(before, after);
+}
+
+void TaskGraph::set_memory_delta(TaskId task, std::int64_t bytes) {
+  if (memory_delta_.empty()) memory_delta_.assign(size(), 0);
+  memory_delta_[task] = bytes;
+}
+
+void TaskGraph::finalize() {
+  if (finalized_) return;
+  pred_count_.assign(size(), 0);
+  succ_offset_.assign(size() + 1, 0);
+  for (auto [before, after] : edges_) {
+    ++pred_count_[after];
+    ++succ_offset_[before + 1];
+  }
+  for (std::size_t i = 0; i < size(); ++i) succ_offset_[i + 1] += succ_offset_[i];
+  succ_.resize(edges_.size());
+  std::vector<std::uint64_t> fill(succ_offset_.begin(), succ_offset_.end() - 1);
+  for (auto [before, after] : edges_) succ_[fill[before]++] = after;
+  edges_.clear();
+  edges_.shrink_to_fit();
+  finalized_ = true;
+}
+
+double TaskGraph::bytes_per_task() const {
+  double bytes = static_cast<double>(size()) *
+                 (sizeof(TaskKind) + sizeof(StreamId) + sizeof(Time) + sizeof(std::int32_t) + sizeof(double) +
+                  2 * sizeof(std::uint32_t) + sizeof(std::uint32_t) + sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
+                 static_cast<double>(succ_.size() * sizeof(TaskId) + memory_delta_.size() * sizeof(std::int64_t));
+  return size() == 0 ? 0.0 : bytes / static_cast<double>(size());
+}
+
+}  // namespace plumb::sim

@@ -1,0 +1,164 @@
+// The engine: streams, SM partitions, determinism, deadlock detection, critical path, outputs.
+#include <doctest/doctest.h>
+
+#include "sim/engine.hpp"
+#include "sim/outputs.hpp"
+
+using namespace plumb::sim;
+
+TEST_CASE("in-order streams run one task at a time; different streams overlap") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("gpu0", 132);
+  StreamId a = m.add_stream(gpu, "compute"), b = m.add_stream(gpu, "copy");
+  TaskGraph g;
+  TaskId t1 = g.add_compute("t1", a, 100, 1);  // fixed-SM tasks keep their duration
+  TaskId t2 = g.add_compute("t2", a, 50, 1);
+  TaskId t3 = g.add_compute("t3", b, 70, 1);
+  g.finalize();
+  SimResult r = simulate(g, m);
+  CHECK(r.end[t1] == 100);
+  CHECK(r.start[t2] == 100);
+  CHECK(r.end[t2] == 150);
+  CHECK(r.start[t3] == 0);
+  CHECK(r.makespan == 150);
+  CHECK(r.stream_busy[0] == 150);
+  CHECK(stream_utilisation(m, r)[1].busy == doctest::Approx(70.0 / 150.0));
+}
+
+TEST_CASE("a compute task beside a kernel holding 20 of 132 SMs takes 132/112 of its time") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("h800", 132);
+  StreamId compute = m.add_stream(gpu, "compute"), comm = m.add_stream(gpu, "comm");
+  TaskGraph g;
+  const Time work = 1'000'000'000;  // 1 ms at full speed
+  TaskId gemm = g.add_compute("GEMM", compute, work);
+  g.add_compute("all-to-all kernel", comm, 2 * work, 20);
+  g.finalize();
+  SimResult r = simulate(g, m);
+  CHECK(r.end[gemm] == doctest::Approx(work * 132.0 / 112.0).epsilon(1e-9));
+}
+
+TEST_CASE("compute slows only while SMs are taken, and speeds up when they are returned") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("gpu", 100);
+  StreamId compute = m.add_stream(gpu, "compute"), comm = m.add_stream(gpu, "comm");
+  TaskGraph g;
+  TaskId job = g.add_compute("work", compute, 1000);
+  g.add_compute("kernel holding half", comm, 400, 50);
+  g.finalize();
+  SimResult r = simulate(g, m);
+  // 400 ps at half speed does 200 of the work; the remaining 800 run at full speed: 1200 in all.
+  CHECK(r.end[job] == 1200);
+  // Two such tasks on two streams of one GPU share its SMs.
+  Machine m2;
+  std::int32_t g2 = m2.add_gpu("gpu", 100);
+  StreamId s1 = m2.add_stream(g2, "a"), s2 = m2.add_stream(g2, "b");
+  TaskGraph h;
+  TaskId x = h.add_compute("x", s1, 1000);
+  TaskId y = h.add_compute("y", s2, 500);
+  h.finalize();
+  SimResult q = simulate(h, m2);
+  CHECK(q.end[y] == 1000);  // half speed each until y is done
+  CHECK(q.end[x] == 1500);  // then x alone: 500 left at full speed
+}
+
+TEST_CASE("a configurable rate curve sets the speed for a share of the SMs") {
+  Machine m;
+  m.curve = RateCurve({{0.0, 0.0}, {0.5, 0.9}, {1.0, 1.0}});  // memory-bound: half the SMs give 90%
+  std::int32_t gpu = m.add_gpu("gpu", 100);
+  StreamId compute = m.add_stream(gpu, "compute"), comm = m.add_stream(gpu, "comm");
+  TaskGraph g;
+  TaskId job = g.add_compute("work", compute, 900);
+  g.add_compute("hold half", comm, 5000, 50);
+  g.finalize();
+  CHECK(simulate(g, m).end[job] == 1000);
+}
+
+TEST_CASE("the critical path of a known graph is the known chain") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("gpu", 10);
+  StreamId s0 = m.add_stream(gpu, "s0"), s1 = m.add_stream(gpu, "s1");
+  TaskGraph g;
+  TaskId a = g.add_compute("A", s0, 10, 1);
+  TaskId b = g.add_compute("B", s1, 30, 1);
+  TaskId c = g.add_compute("C", s0, 5, 1);   // after A on its stream, and after B
+  TaskId d = g.add_compute("D", s1, 2, 1);   // after B on its stream
+  TaskId e = g.add_marker("E");
+  g.add_dependency(b, c);
+  g.add_dependency(c, e);
+  g.add_dependency(d, e);
+  g.finalize();
+  SimResult r = simulate(g, m);
+  CHECK(r.makespan == 35);
+  CHECK(critical_path(r) == std::vector<TaskId>{b, c, e});
+  (void)a;
+}
+
+TEST_CASE("the same graph twice gives a byte-identical trace") {
+  auto build_and_trace = [] {
+    Topology t = nvswitch_node({4, 100e9, 1000});
+    Machine m;
+    for (int i = 0; i < 4; ++i) {
+      std::int32_t gpu = m.add_gpu("gpu" + std::to_string(i), 132, t.gpus()[static_cast<std::size_t>(i)]);
+      m.add_stream(gpu, "compute");
+      m.add_stream(gpu, "comm");
+    }
+    TaskGraph g;
+    for (int i = 0; i < 4; ++i) {
+      TaskId f = g.add_compute("F", 2 * i, 1'000'000);
+      g.set_memory_delta(f, 1 << 20);
+      TaskId x = g.add_transfer("send", 2 * i + 1, t.gpus()[static_cast<std::size_t>(i)],
+                                t.gpus()[static_cast<std::size_t>((i + 1) % 4)], 1e6, 8);
+      g.add_dependency(f, x);
+      TaskId back = g.add_compute("B", 2 * i, 2'000'000);
+      g.set_memory_delta(back, -(1 << 20));
+      g.add_dependency(x, back);
+    }
+    g.finalize();
+    SimResult r = simulate(g, m, &t);
+    CHECK(r.peak_memory[0] == (1 << 20));
+    return chrome_trace(g, m, r, &t);
+  };
+  std::string first = build_and_trace(), second = build_and_trace();
+  CHECK(first == second);
+  CHECK(first.find(R"("ph":"s")") != std::string::npos);  // flow arrows for transfers
+  CHECK(first.find(R"("name":"memory","ph":"C")") != std::string::npos);
+  CHECK(first.find(R"("name":"thread_name")") != std::string::npos);
+}
+
+TEST_CASE("a cyclic graph stops with a deadlock error naming the waiting tasks") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("gpu0", 132);
+  StreamId s0 = m.add_stream(gpu, "s0"), s1 = m.add_stream(gpu, "s1");
+  TaskGraph g;
+  TaskId ok = g.add_compute("fine", s0, 10, 1);
+  TaskId a = g.add_compute("A", s0, 10, 1);
+  TaskId b = g.add_compute("B", s1, 10, 1);
+  g.add_dependency(a, b);
+  g.add_dependency(b, a);
+  g.finalize();
+  try {
+    simulate(g, m);
+    FAIL("expected a deadlock");
+  } catch (const DeadlockError& e) {
+    CHECK(e.waiting() == std::vector<TaskId>{a, b});
+    std::string what = e.what();
+    CHECK(what.find("2 of 3 tasks can never run") != std::string::npos);
+    CHECK(what.find("\"A\" (#1) on gpu0/s0 waits for \"B\" (#2)") != std::string::npos);
+    CHECK(what.find("\"B\" (#2) on gpu0/s1 waits for \"A\" (#1)") != std::string::npos);
+  }
+  (void)ok;
+}
+
+TEST_CASE("a task stuck behind a blocked task of its stream is reported as such") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("gpu0", 132);
+  StreamId s = m.add_stream(gpu, "s");
+  TaskGraph g;
+  TaskId first = g.add_compute("waits for later", s, 10, 1);
+  TaskId second = g.add_compute("later", s, 10, 1);
+  g.add_dependency(second, first);  // issued in the wrong order on one in-order stream
+  g.finalize();
+  CHECK_THROWS_WITH_AS(simulate(g, m), doctest::Contains("\"later\" (#1) waits for \"waits for later\" (#0) ahead of it on its stream"),
+                       DeadlockError);
+}
