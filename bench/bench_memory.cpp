@@ -28,5 +28,3 @@ BENCHMARK_CAPTURE(BM_PlanMemory, deepseek_v3_dualpipe, plumb::ScheduleKind::dual
 BENCHMARK_CAPTURE(BM_PlanMemory, deepseek_v3_1f1b, plumb::ScheduleKind::one_f_one_b)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
-
-BENCHMARK_MAIN();

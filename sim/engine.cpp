@@ -4,7 +4,6 @@
 #include <cmath>
 #include <optional>
 #include <fmt/format.h>
-#include <queue>
 
 #include "sim/network.hpp"
 
@@ -13,15 +12,72 @@ namespace {
 
 enum class EventKind : std::uint8_t { finish, compute_done, transmitted };
 
-// `id` is a task, except for `transmitted`, where it is a network flow; `version` lets an event
-// whose estimate was superseded (a speed or rate changed) be recognised and dropped.
+__extension__ typedef unsigned __int128 u128;  // GCC/Clang builtin; __extension__ keeps -Wpedantic quiet
+
+// 16 bytes. `key` packs the kind (top 2 bits) over a task id — or, for `transmitted`, a network
+// flow id. Events of one instant run in (kind, id) order, which depends only on the graph, so runs
+// are deterministic. `version` lets an event whose estimate was superseded (a speed or rate changed)
+// be recognised and dropped.
 struct Event {
   Time time;
-  std::uint64_t seq;
-  std::uint32_t id;
   std::uint32_t version;
-  EventKind kind;
-  bool operator>(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+  std::uint32_t key;
+  std::uint32_t id() const { return key & 0x3fffffffu; }
+  EventKind kind() const { return static_cast<EventKind>(key >> 30); }
+  // (time, key, version) as one 128-bit number: one comparison orders events. Times are never negative.
+  u128 order() const {
+    return (static_cast<u128>(static_cast<std::uint64_t>(time)) << 64) |
+           (static_cast<std::uint64_t>(key) << 32) | version;
+  }
+  bool operator>(const Event& o) const { return order() > o.order(); }
+};
+constexpr std::uint32_t kMaxEventId = 0x3fffffffu;
+
+// A 4-ary min-heap: half the depth of a binary heap, and sifting moves a hole instead of swapping.
+class EventHeap {
+ public:
+  bool empty() const { return v_.empty(); }
+  const Event& top() const { return v_.front(); }
+  void push(const Event& e) {
+    std::size_t i = v_.size();
+    v_.push_back(e);
+    while (i > 0) {
+      std::size_t parent = (i - 1) / 4;
+      if (!(v_[parent] > e)) break;
+      v_[i] = v_[parent];
+      i = parent;
+    }
+    v_[i] = e;
+  }
+  void pop() {
+    Event last = v_.back();
+    v_.pop_back();
+    if (v_.empty()) return;
+    const std::size_t n = v_.size();
+    const u128 key = last.order();
+    std::size_t i = 0;
+    while (true) {
+      std::size_t first = 4 * i + 1;
+      if (first >= n) break;
+      std::size_t best = first;
+      u128 best_key = v_[first].order();
+      std::size_t end = first + 4 < n ? first + 4 : n;
+      for (std::size_t c = first + 1; c < end; ++c) {
+        u128 k = v_[c].order();
+        if (k < best_key) {
+          best_key = k;
+          best = c;
+        }
+      }
+      if (best_key >= key) break;
+      v_[i] = v_[best];
+      i = best;
+    }
+    v_[i] = last;
+  }
+
+ private:
+  std::vector<Event> v_;
 };
 
 // A compute task sharing its GPU's free SMs with the GPU's other such tasks.
@@ -30,6 +86,16 @@ struct FluidTask {
   double remaining;  // picoseconds of work at full speed
   double speed = 0;
   Time last;
+};
+
+// Everything the engine tracks per task, together (32 bytes) so that a task costs one cache miss.
+struct TaskState {
+  Time start = -1;
+  Time end = -1;
+  TaskId binding = kNoTask;   // what it waited for last (see SimResult::binding)
+  TaskId last_dep = kNoTask;  // the dependency that finished last
+  std::uint32_t pending = 0;  // dependencies not yet finished
+  std::uint32_t version = 0;  // bumped when an SM-sharing task's speed changes
 };
 
 struct GpuState {
@@ -47,15 +113,11 @@ class Engine {
     if (!g.finalized()) throw std::logic_error("simulate: finalize() the task graph first");
     if (t) network_.emplace(*t);
     std::size_t n = g.size();
-    r_.start.assign(n, -1);
-    r_.end.assign(n, -1);
-    r_.binding.assign(n, kNoTask);
-    last_dep_.assign(n, kNoTask);
-    pending_.resize(n);
-    version_.assign(n, 0);
+    if (n > kMaxEventId) throw std::length_error("simulate: more than 2^30 tasks");
+    st_.resize(n);
     stream_offset_.assign(m.streams().size() + 1, 0);
     for (TaskId i = 0; i < n; ++i) {
-      pending_[i] = g.predecessor_count(i);
+      st_[i].pending = g.predecessor_count(i);
       StreamId s = g.stream(i);
       if (s != kNoStream) {
         if (static_cast<std::size_t>(s) >= m.streams().size()) throw std::out_of_range("simulate: task on an unknown stream");
@@ -74,19 +136,25 @@ class Engine {
 
   SimResult run() {
     for (TaskId i = 0; i < g_.size(); ++i)
-      if (pending_[i] == 0 && g_.stream(i) == kNoStream) start(i);
+      if (st_[i].pending == 0 && g_.stream(i) == kNoStream) start(i);
     for (std::size_t s = 0; s < m_.streams().size(); ++s) try_stream(static_cast<StreamId>(s));
     settle();
-    while (!queue_.empty()) {
-      Event e = queue_.top();
-      queue_.pop();
+    for (Event e; next_event(e);) {
       now_ = e.time;
       ++r_.events;
       handle(e);
-      if (queue_.empty() || queue_.top().time != now_) settle();
+      if (instant_over()) settle();
     }
     if (finished_ != g_.size()) deadlock();
     r_.makespan = now_;
+    r_.start.resize(st_.size());
+    r_.end.resize(st_.size());
+    r_.binding.resize(st_.size());
+    for (std::size_t i = 0; i < st_.size(); ++i) {
+      r_.start[i] = st_[i].start;
+      r_.end[i] = st_[i].end;
+      r_.binding[i] = st_[i].binding;
+    }
     r_.stream_busy = std::move(stream_busy_);
     if (network_) {
       r_.link_bytes.resize(topology_->link_count());
@@ -97,8 +165,28 @@ class Engine {
   }
 
  private:
+  // Events due now skip the heap: they run in the order they were raised, before later ones.
   void push(Time t, std::uint32_t id, EventKind kind, std::uint32_t version = 0) {
-    queue_.push(Event{t, seq_++, id, version, kind});
+    Event e{t, version, (static_cast<std::uint32_t>(kind) << 30) | id};
+    if (t == now_) due_now_.push_back(e);
+    else queue_.push(e);
+  }
+
+  bool next_event(Event& e) {
+    if (due_next_ < due_now_.size()) {
+      e = due_now_[due_next_++];
+      return true;
+    }
+    due_now_.clear();
+    due_next_ = 0;
+    if (queue_.empty()) return false;
+    e = queue_.top();
+    queue_.pop();
+    return true;
+  }
+
+  bool instant_over() const {
+    return due_next_ >= due_now_.size() && (queue_.empty() || queue_.top().time != now_);
   }
 
   std::int32_t gpu_of(TaskId t) const { return g_.stream(t) == kNoStream ? -1 : m_.gpu_of(g_.stream(t)); }
@@ -109,17 +197,18 @@ class Engine {
     std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
     if (pos >= stream_offset_[si + 1]) return;
     TaskId head = stream_tasks_[pos];
-    if (pending_[head] != 0 || r_.start[head] >= 0) return;
+    if (st_[head].pending != 0 || st_[head].start >= 0) return;
     start(head);
   }
 
   void start(TaskId t) {
-    r_.start[t] = now_;
+    TaskState& state = st_[t];
+    state.start = now_;
     TaskId prev = kNoTask;
     if (StreamId s = g_.stream(t); s != kNoStream && stream_pos_[static_cast<std::size_t>(s)] > 0)
       prev = stream_tasks_[stream_offset_[static_cast<std::size_t>(s)] + stream_pos_[static_cast<std::size_t>(s)] - 1];
-    TaskId dep = last_dep_[t];
-    r_.binding[t] = (prev != kNoTask && (dep == kNoTask || r_.end[prev] >= r_.end[dep])) ? prev : dep;
+    TaskId dep = state.last_dep;
+    state.binding = (prev != kNoTask && (dep == kNoTask || st_[prev].end >= st_[dep].end)) ? prev : dep;
     std::int32_t gpu = gpu_of(t);
     if (g_.hold_sms(t) > 0) {
       gpus_[static_cast<std::size_t>(gpu)].held_sms += g_.hold_sms(t);
@@ -154,22 +243,29 @@ class Engine {
     flow_task_[f] = t;
   }
 
-  void mark(std::int32_t gpu) { gpus_[static_cast<std::size_t>(gpu)].dirty = true; }
+  // Only SM-sharing tasks care how many SMs are held; a GPU without them needs no re-rating.
+  void mark(std::int32_t gpu) {
+    GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
+    if (state.dirty || state.fluid.empty()) return;
+    state.dirty = true;
+    dirty_gpus_.push_back(gpu);
+  }
 
   void handle(const Event& e) {
-    switch (e.kind) {
-      case EventKind::finish: finish(e.id); break;
+    const std::uint32_t id = e.id();
+    switch (e.kind()) {
+      case EventKind::finish: finish(id); break;
       case EventKind::compute_done: {
-        if (e.version != version_[e.id]) return;  // its speed changed since
-        GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_of(e.id))];
-        auto it = std::find_if(gpu.fluid.begin(), gpu.fluid.end(), [&](const FluidTask& f) { return f.task == e.id; });
+        if (e.version != st_[id].version) return;  // its speed changed since
+        GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_of(id))];
+        auto it = std::find_if(gpu.fluid.begin(), gpu.fluid.end(), [&](const FluidTask& f) { return f.task == id; });
         gpu.fluid.erase(it);
-        gpu.dirty = true;
-        finish(e.id);
+        mark(gpu_of(id));
+        finish(id);
         break;
       }
       case EventKind::transmitted: {
-        Network::FlowId f = e.id;
+        Network::FlowId f = id;
         if (e.version != network_->version(f)) return;  // its rate changed since
         TaskId t = flow_task_[f];
         Time latency = network_->latency(f);
@@ -181,7 +277,7 @@ class Engine {
   }
 
   void finish(TaskId t) {
-    r_.end[t] = now_;
+    st_[t].end = now_;
     r_.last_finished = t;
     ++finished_;
     std::int32_t gpu = gpu_of(t);
@@ -196,14 +292,14 @@ class Engine {
       r_.peak_memory[static_cast<std::size_t>(gpu)] = std::max(r_.peak_memory[static_cast<std::size_t>(gpu)], state.memory);
     }
     for (const TaskId* s = g_.successors_begin(t); s != g_.successors_end(t); ++s) {
-      if (--pending_[*s] != 0) continue;
-      last_dep_[*s] = t;
+      if (--st_[*s].pending != 0) continue;
+      st_[*s].last_dep = t;
       if (g_.stream(*s) == kNoStream) start(*s);
       else try_stream(g_.stream(*s));
     }
     if (StreamId s = g_.stream(t); s != kNoStream) {
       std::size_t si = static_cast<std::size_t>(s);
-      stream_busy_[si] += now_ - r_.start[t];
+      stream_busy_[si] += now_ - st_[t].start;
       ++stream_pos_[si];
       try_stream(s);
     }
@@ -211,22 +307,25 @@ class Engine {
 
   // After all events of one instant: re-share SMs on GPUs whose load changed, and bandwidth.
   void settle() {
-    for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
+    // In the order GPUs became dirty, so equal-time events keep a fixed order.
+    for (std::int32_t g : dirty_gpus_) {
+      std::size_t gi = static_cast<std::size_t>(g);
       GpuState& gpu = gpus_[gi];
-      if (!gpu.dirty) continue;
       gpu.dirty = false;
       if (gpu.fluid.empty()) continue;
       double sms = static_cast<double>(m_.gpus()[gi].sms);
       double free = std::max(0.0, sms - gpu.held_sms);
       double speed = m_.curve.speed(free / sms / static_cast<double>(gpu.fluid.size()));
       for (FluidTask& f : gpu.fluid) {
+        if (speed == f.speed) continue;  // its queued completion still holds
         f.remaining = std::max(0.0, f.remaining - f.speed * static_cast<double>(now_ - f.last));
         f.last = now_;
         f.speed = speed;
-        ++version_[f.task];
-        if (speed > 0) push(now_ + static_cast<Time>(std::ceil(f.remaining / speed)), f.task, EventKind::compute_done, version_[f.task]);
+        std::uint32_t version = ++st_[f.task].version;
+        if (speed > 0) push(now_ + static_cast<Time>(std::ceil(f.remaining / speed)), f.task, EventKind::compute_done, version);
       }
     }
+    dirty_gpus_.clear();
     if (network_ && network_->dirty()) {
       network_->recompute(now_);
       for (Network::FlowId f : network_->active()) {
@@ -242,12 +341,12 @@ class Engine {
     std::vector<std::vector<TaskId>> preds(g_.size());
     for (TaskId u = 0; u < g_.size(); ++u)
       for (const TaskId* s = g_.successors_begin(u); s != g_.successors_end(u); ++s)
-        if (r_.end[u] < 0) preds[*s].push_back(u);
+        if (st_[u].end < 0) preds[*s].push_back(u);
     auto name = [&](TaskId t) { return fmt::format("\"{}\" (#{})", g_.label(t), t); };
     std::vector<TaskId> waiting;
     std::string lines;
     for (TaskId t = 0; t < g_.size(); ++t) {
-      if (r_.start[t] >= 0 || pending_[t] == 0) continue;
+      if (st_[t].start >= 0 || st_[t].pending == 0) continue;
       waiting.push_back(t);
       if (waiting.size() > 12) continue;
       std::string on;
@@ -266,7 +365,7 @@ class Engine {
       TaskId head = stream_tasks_[pos];
       for (std::uint64_t i = pos + 1; i < stream_offset_[s + 1]; ++i) {
         TaskId t = stream_tasks_[i];
-        if (pending_[t] == 0 && r_.start[t] < 0) {
+        if (st_[t].pending == 0 && st_[t].start < 0) {
           waiting.push_back(t);
           if (waiting.size() <= 12) lines += fmt::format("\n  {} waits for {} ahead of it on its stream", name(t), name(head));
         }
@@ -284,17 +383,17 @@ class Engine {
   const Topology* topology_;
   std::optional<Network> network_;
   std::vector<GpuState> gpus_;
+  std::vector<std::int32_t> dirty_gpus_;
   std::vector<std::uint64_t> stream_offset_;
   std::vector<TaskId> stream_tasks_;
   std::vector<std::uint64_t> stream_pos_;
   std::vector<Time> stream_busy_;
-  std::vector<std::uint32_t> pending_;
-  std::vector<TaskId> last_dep_;
-  std::vector<std::uint32_t> version_;
+  std::vector<TaskState> st_;
   std::vector<TaskId> flow_task_;
   std::vector<std::uint32_t> flow_version_;  // per flow, the version of its queued completion event
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  std::uint64_t seq_ = 0;
+  EventHeap queue_;
+  std::vector<Event> due_now_;
+  std::size_t due_next_ = 0;
   std::size_t finished_ = 0;
   Time now_ = 0;
   SimResult r_;

@@ -15,24 +15,17 @@ std::uint32_t TaskGraph::intern(std::string_view label) {
 
 TaskId TaskGraph::push(TaskKind kind, std::string_view label, StreamId stream) {
   if (finalized_) throw std::logic_error("TaskGraph: tasks added after finalize()");
-  kind_.push_back(kind);
-  stream_.push_back(stream);
-  work_.push_back(0);
-  hold_sms_.push_back(0);
-  bytes_.push_back(0);
-  src_.push_back(0);
-  dst_.push_back(0);
-  label_.push_back(intern(label));
+  tasks_.push_back(Record{0, stream, 0, intern(label), kind});
   if (!memory_delta_.empty()) memory_delta_.push_back(0);
-  return static_cast<TaskId>(kind_.size() - 1);
+  return static_cast<TaskId>(tasks_.size() - 1);
 }
 
 TaskId TaskGraph::add_compute(std::string_view label, StreamId stream, Time work, std::int32_t hold_sms) {
   if (stream < 0) throw std::invalid_argument("TaskGraph: a compute task needs a stream");
   if (work < 0 || hold_sms < 0) throw std::invalid_argument("TaskGraph: negative work or SMs");
   TaskId t = push(TaskKind::compute, label, stream);
-  work_[t] = work;
-  hold_sms_[t] = hold_sms;
+  tasks_[t].work = work;
+  tasks_[t].hold_sms = hold_sms;
   return t;
 }
 
@@ -41,10 +34,9 @@ TaskId TaskGraph::add_transfer(std::string_view label, StreamId stream, std::uin
   if (stream < 0) throw std::invalid_argument("TaskGraph: a transfer needs a stream");
   if (!(bytes >= 0) || hold_sms < 0) throw std::invalid_argument("TaskGraph: negative bytes or SMs");
   TaskId t = push(TaskKind::transfer, label, stream);
-  src_[t] = src;
-  dst_[t] = dst;
-  bytes_[t] = bytes;
-  hold_sms_[t] = hold_sms;
+  tasks_[t].work = static_cast<Time>(transfers_.size());
+  tasks_[t].hold_sms = hold_sms;
+  transfers_.push_back({bytes, src, dst});
   return t;
 }
 
@@ -79,10 +71,9 @@ void TaskGraph::finalize() {
 }
 
 double TaskGraph::bytes_per_task() const {
-  double bytes = static_cast<double>(size()) *
-                 (sizeof(TaskKind) + sizeof(StreamId) + sizeof(Time) + sizeof(std::int32_t) + sizeof(double) +
-                  2 * sizeof(std::uint32_t) + sizeof(std::uint32_t) + sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
-                 static_cast<double>(succ_.size() * sizeof(TaskId) + memory_delta_.size() * sizeof(std::int64_t));
+  double bytes = static_cast<double>(size()) * (sizeof(Record) + sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
+                 static_cast<double>(transfers_.size() * sizeof(Transfer) + succ_.size() * sizeof(TaskId) +
+                                     memory_delta_.size() * sizeof(std::int64_t));
   return size() == 0 ? 0.0 : bytes / static_cast<double>(size());
 }
 

@@ -34,16 +34,16 @@ class TaskGraph {
   // Bytes the task's GPU allocates (>0) or frees (<0) when the task finishes (trace counters).
   void set_memory_delta(TaskId task, std::int64_t bytes);
 
-  std::size_t size() const { return kind_.size(); }
-  TaskKind kind(TaskId t) const { return kind_[t]; }
-  StreamId stream(TaskId t) const { return stream_[t]; }
-  Time work(TaskId t) const { return work_[t]; }
-  std::int32_t hold_sms(TaskId t) const { return hold_sms_[t]; }
-  double bytes(TaskId t) const { return bytes_[t]; }
-  std::uint32_t src(TaskId t) const { return src_[t]; }
-  std::uint32_t dst(TaskId t) const { return dst_[t]; }
+  std::size_t size() const { return tasks_.size(); }
+  TaskKind kind(TaskId t) const { return tasks_[t].kind; }
+  StreamId stream(TaskId t) const { return tasks_[t].stream; }
+  Time work(TaskId t) const { return tasks_[t].kind == TaskKind::compute ? tasks_[t].work : 0; }
+  std::int32_t hold_sms(TaskId t) const { return tasks_[t].hold_sms; }
+  double bytes(TaskId t) const { return transfer(t).bytes; }
+  std::uint32_t src(TaskId t) const { return transfer(t).src; }
+  std::uint32_t dst(TaskId t) const { return transfer(t).dst; }
   std::int64_t memory_delta(TaskId t) const { return memory_delta_.empty() ? 0 : memory_delta_[t]; }
-  const std::string& label(TaskId t) const { return labels_[label_[t]]; }
+  const std::string& label(TaskId t) const { return labels_[tasks_[t].label]; }
 
   // Dependencies in compressed rows; valid after finalize().
   void finalize();
@@ -56,16 +56,24 @@ class TaskGraph {
   double bytes_per_task() const;
 
  private:
+  // What the engine reads when it starts a task, in one record (one cache line holds two).
+  struct Record {
+    Time work = 0;  // compute: picoseconds at full speed; transfer: index into transfers_
+    StreamId stream = kNoStream;
+    std::int32_t hold_sms = 0;
+    std::uint32_t label = 0;
+    TaskKind kind = TaskKind::marker;
+  };
+  struct Transfer {
+    double bytes = 0;
+    std::uint32_t src = 0, dst = 0;
+  };
+  const Transfer& transfer(TaskId t) const { return transfers_[static_cast<std::size_t>(tasks_[t].work)]; }
   TaskId push(TaskKind kind, std::string_view label, StreamId stream);
   std::uint32_t intern(std::string_view label);
 
-  std::vector<TaskKind> kind_;
-  std::vector<StreamId> stream_;
-  std::vector<Time> work_;
-  std::vector<std::int32_t> hold_sms_;
-  std::vector<double> bytes_;
-  std::vector<std::uint32_t> src_, dst_;
-  std::vector<std::uint32_t> label_;
+  std::vector<Record> tasks_;
+  std::vector<Transfer> transfers_;
   std::vector<std::int64_t> memory_delta_;  // empty until the first delta is set
   std::vector<std::string> labels_;
   std::vector<std::pair<TaskId, TaskId>> edges_;
