@@ -12,13 +12,16 @@ Network::Network(const Topology& topology)
       link_bytes_(topology.link_count(), 0.0),
       capacity_left_(topology.link_count(), 0.0),
       unfrozen_(topology.link_count(), 0),
-      flows_on_link_(topology.link_count()) {}
+      row_begin_(topology.link_count(), 0),
+      row_length_(topology.link_count(), 0),
+      touched_at_(topology.link_count(), 0) {}
 
 Network::FlowId Network::start(std::vector<LinkId> path, double bytes, Time now) {
   if (path.empty()) throw std::invalid_argument("Network: a flow needs at least one link");
   Flow f;
   f.latency = topology_.path_latency(path);
   f.path = std::move(path);
+  f.bytes = bytes;
   f.remaining = bytes;
   f.last = now;
   f.slot = static_cast<std::uint32_t>(active_.size());
@@ -31,17 +34,15 @@ Network::FlowId Network::start(std::vector<LinkId> path, double bytes, Time now)
 }
 
 void Network::advance(Flow& f, Time now) {
-  double sent = std::min(f.remaining, f.rate * to_seconds(now - f.last));
-  f.remaining -= sent;
-  for (LinkId l : f.path) link_bytes_[l] += sent;
+  f.remaining -= std::min(f.remaining, f.rate * to_seconds(now - f.last));
   f.last = now;
 }
 
 void Network::stop(FlowId id, Time now) {
   Flow& f = flows_[id];
-  advance(f, now);
-  for (LinkId l : f.path) link_bytes_[l] += f.remaining;  // rounding leftovers count as carried
+  for (LinkId l : f.path) link_bytes_[l] += f.bytes;
   f.remaining = 0;
+  f.last = now;
   FlowId last = active_.back();
   active_[f.slot] = last;
   flows_[last].slot = f.slot;
@@ -64,34 +65,52 @@ void Network::recompute(Time now) {
     advance(f, now);
     frozen_[id] = 0;
     for (LinkId l : f.path) {
-      if (flows_on_link_[l].empty()) {
+      if (unfrozen_[l]++ == 0) {
         used.push_back(l);
         capacity_left_[l] = topology_.link(l).bandwidth;
-        unfrozen_[l] = 0;
       }
-      flows_on_link_[l].push_back(id);
-      ++unfrozen_[l];
     }
   }
+  // Index the flows of each used link in compressed rows.
+  std::uint32_t total = 0;
+  for (LinkId l : used) {
+    row_begin_[l] = total;
+    row_length_[l] = 0;
+    total += unfrozen_[l];
+  }
+  rows_.resize(total);
+  for (FlowId id : active_)
+    for (LinkId l : flows_[id].path) rows_[row_begin_[l] + row_length_[l]++] = id;
   using Entry = std::pair<double, LinkId>;  // (fair share, link); stale entries are skipped
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
   for (LinkId l : used) heap.emplace(capacity_left_[l] / unfrozen_[l], l);
+  std::vector<LinkId> touched;
   while (!heap.empty()) {
     auto [share, l] = heap.top();
     heap.pop();
     if (unfrozen_[l] == 0 || share != capacity_left_[l] / unfrozen_[l]) continue;
     share = std::max(share, 1.0);  // guards against rounding driving a share to zero
-    for (FlowId id : flows_on_link_[l]) {
+    const FlowId* row = rows_.data() + row_begin_[l];
+    touched.clear();
+    const std::uint64_t step = ++fill_steps_;  // every filling step ever gets its own stamp
+    for (std::uint32_t k = 0; k < row_length_[l]; ++k) {
+      FlowId id = row[k];
       if (frozen_[id]) continue;
       frozen_[id] = 1;
       flows_[id].rate = share;
-      for (LinkId k : flows_[id].path) {
-        capacity_left_[k] = std::max(0.0, capacity_left_[k] - share);
-        if (--unfrozen_[k] > 0 && k != l) heap.emplace(capacity_left_[k] / unfrozen_[k], k);
+      for (LinkId j : flows_[id].path) {
+        capacity_left_[j] = std::max(0.0, capacity_left_[j] - share);
+        --unfrozen_[j];
+        if (j != l && touched_at_[j] != step) {
+          touched_at_[j] = step;
+          touched.push_back(j);
+        }
       }
     }
+    // Each link whose share changed goes back on the heap once, with its new share.
+    for (LinkId j : touched)
+      if (unfrozen_[j] > 0) heap.emplace(capacity_left_[j] / unfrozen_[j], j);
   }
-  for (LinkId l : used) flows_on_link_[l].clear();
   for (FlowId id : active_) {
     Flow& f = flows_[id];
     Time end = f.remaining <= 0 ? now : now + from_seconds(f.remaining / f.rate);

@@ -32,12 +32,13 @@ class Network {
   Time latency(FlowId f) const { return flows_[f].latency; }
   const std::vector<FlowId>& active() const { return active_; }
 
-  double link_bytes(LinkId l) const { return link_bytes_[l]; }  // carried so far
+  double link_bytes(LinkId l) const { return link_bytes_[l]; }  // carried by flows that have stopped
   std::uint64_t recomputes() const { return recomputes_; }
 
  private:
   struct Flow {
     std::vector<LinkId> path;
+    double bytes = 0;
     double remaining = 0;  // bytes not yet sent
     double rate = 0;
     Time last = 0;         // when `remaining` was last brought up to date
@@ -52,10 +53,14 @@ class Network {
   std::vector<Flow> flows_;
   std::vector<FlowId> active_;
   std::vector<double> link_bytes_;
-  // Scratch for progressive filling, sized to the link count once.
+  // Scratch for progressive filling, sized to the link count once: per link its capacity left, its
+  // flows not yet frozen, and (compressed rows) the active flows crossing it.
   std::vector<double> capacity_left_;
   std::vector<std::uint32_t> unfrozen_;
-  std::vector<std::vector<FlowId>> flows_on_link_;
+  std::vector<std::uint32_t> row_begin_, row_length_;
+  std::vector<std::uint64_t> touched_at_;  // filling step that last re-queued the link
+  std::uint64_t fill_steps_ = 0;
+  std::vector<FlowId> rows_;
   std::vector<std::uint8_t> frozen_;
   bool dirty_ = false;
   std::uint64_t recomputes_ = 0;
