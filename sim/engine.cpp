@@ -14,22 +14,22 @@ enum class EventKind : std::uint8_t { finish, compute_done, transmitted };
 
 __extension__ typedef unsigned __int128 u128;  // GCC/Clang builtin; __extension__ keeps -Wpedantic quiet
 
-// 16 bytes. `key` packs the kind (top 2 bits) over a task id — or, for `transmitted`, a network
-// flow id. Events of one instant run in (kind, id) order, which depends only on the graph, so runs
-// are deterministic. `version` lets an event whose estimate was superseded (a speed or rate changed)
-// be recognised and dropped.
+// An event is one 128-bit number ordered as (time, kind, id, version): time in the high 64 bits,
+// then the kind (2 bits) over a task id — or, for `transmitted`, a network flow id — then a version
+// that lets an event whose estimate was superseded (a speed or rate changed) be recognised.
+// Events of one instant run in (kind, id) order, which depends only on the graph, so runs are
+// deterministic; and ordering is a single integer comparison.
 struct Event {
-  Time time;
-  std::uint32_t version;
-  std::uint32_t key;
-  std::uint32_t id() const { return key & 0x3fffffffu; }
-  EventKind kind() const { return static_cast<EventKind>(key >> 30); }
-  // (time, key, version) as one 128-bit number: one comparison orders events. Times are never negative.
-  u128 order() const {
-    return (static_cast<u128>(static_cast<std::uint64_t>(time)) << 64) |
-           (static_cast<std::uint64_t>(key) << 32) | version;
-  }
-  bool operator>(const Event& o) const { return order() > o.order(); }
+  u128 order;
+  Event() = default;
+  Event(Time time, EventKind kind, std::uint32_t id, std::uint32_t version)
+      : order((static_cast<u128>(static_cast<std::uint64_t>(time)) << 64) |
+              (static_cast<u128>((static_cast<std::uint32_t>(kind) << 30) | id) << 32) | version) {}
+  Time time() const { return static_cast<Time>(static_cast<std::uint64_t>(order >> 64)); }
+  std::uint32_t key() const { return static_cast<std::uint32_t>(order >> 32); }
+  std::uint32_t id() const { return key() & 0x3fffffffu; }
+  EventKind kind() const { return static_cast<EventKind>(key() >> 30); }
+  std::uint32_t version() const { return static_cast<std::uint32_t>(order); }
 };
 constexpr std::uint32_t kMaxEventId = 0x3fffffffu;
 
@@ -38,12 +38,12 @@ class EventHeap {
  public:
   bool empty() const { return v_.empty(); }
   const Event& top() const { return v_.front(); }
-  void push(const Event& e) {
+  void push(Event e) {
     std::size_t i = v_.size();
     v_.push_back(e);
     while (i > 0) {
       std::size_t parent = (i - 1) / 4;
-      if (!(v_[parent] > e)) break;
+      if (v_[parent].order <= e.order) break;
       v_[i] = v_[parent];
       i = parent;
     }
@@ -52,24 +52,22 @@ class EventHeap {
   void pop() {
     Event last = v_.back();
     v_.pop_back();
-    if (v_.empty()) return;
     const std::size_t n = v_.size();
-    const u128 key = last.order();
+    if (n == 0) return;
     std::size_t i = 0;
     while (true) {
       std::size_t first = 4 * i + 1;
       if (first >= n) break;
       std::size_t best = first;
-      u128 best_key = v_[first].order();
-      std::size_t end = first + 4 < n ? first + 4 : n;
-      for (std::size_t c = first + 1; c < end; ++c) {
-        u128 k = v_[c].order();
-        if (k < best_key) {
-          best_key = k;
-          best = c;
-        }
+      if (first + 3 < n) {  // a full node: pick the least of four
+        std::size_t a = v_[first + 1].order < v_[first].order ? first + 1 : first;
+        std::size_t b = v_[first + 3].order < v_[first + 2].order ? first + 3 : first + 2;
+        best = v_[b].order < v_[a].order ? b : a;
+      } else {
+        for (std::size_t c = first + 1; c < n; ++c)
+          if (v_[c].order < v_[best].order) best = c;
       }
-      if (best_key >= key) break;
+      if (last.order <= v_[best].order) break;
       v_[i] = v_[best];
       i = best;
     }
@@ -80,7 +78,6 @@ class EventHeap {
   std::vector<Event> v_;
 };
 
-// A compute task sharing its GPU's free SMs with the GPU's other such tasks.
 struct FluidTask {
   TaskId task;
   double remaining;  // picoseconds of work at full speed
@@ -140,7 +137,7 @@ class Engine {
     for (std::size_t s = 0; s < m_.streams().size(); ++s) try_stream(static_cast<StreamId>(s));
     settle();
     for (Event e; next_event(e);) {
-      now_ = e.time;
+      now_ = e.time();
       ++r_.events;
       handle(e);
       if (instant_over()) settle();
@@ -167,7 +164,7 @@ class Engine {
  private:
   // Events due now skip the heap: they run in the order they were raised, before later ones.
   void push(Time t, std::uint32_t id, EventKind kind, std::uint32_t version = 0) {
-    Event e{t, version, (static_cast<std::uint32_t>(kind) << 30) | id};
+    Event e(t, kind, id, version);
     if (t == now_) due_now_.push_back(e);
     else queue_.push(e);
   }
@@ -186,7 +183,7 @@ class Engine {
   }
 
   bool instant_over() const {
-    return due_next_ >= due_now_.size() && (queue_.empty() || queue_.top().time != now_);
+    return due_next_ >= due_now_.size() && (queue_.empty() || queue_.top().time() != now_);
   }
 
   std::int32_t gpu_of(TaskId t) const { return g_.stream(t) == kNoStream ? -1 : m_.gpu_of(g_.stream(t)); }
@@ -256,7 +253,7 @@ class Engine {
     switch (e.kind()) {
       case EventKind::finish: finish(id); break;
       case EventKind::compute_done: {
-        if (e.version != st_[id].version) return;  // its speed changed since
+        if (e.version() != st_[id].version) return;  // its speed changed since
         GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_of(id))];
         auto it = std::find_if(gpu.fluid.begin(), gpu.fluid.end(), [&](const FluidTask& f) { return f.task == id; });
         gpu.fluid.erase(it);
@@ -266,7 +263,7 @@ class Engine {
       }
       case EventKind::transmitted: {
         Network::FlowId f = id;
-        if (e.version != network_->version(f)) return;  // its rate changed since
+        if (e.version() != network_->version(f)) return;  // its rate changed since
         TaskId t = flow_task_[f];
         Time latency = network_->latency(f);
         network_->stop(f, now_);

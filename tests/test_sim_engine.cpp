@@ -6,10 +6,25 @@
 
 using namespace plumb::sim;
 
-TEST_CASE("in-order streams run one task at a time; different streams overlap") {
+namespace {
+
+// One GPU with two streams: the machine most engine checks need.
+struct TwoStreams {
   Machine m;
-  std::int32_t gpu = m.add_gpu("gpu0", 132);
-  StreamId a = m.add_stream(gpu, "compute"), b = m.add_stream(gpu, "copy");
+  StreamId first, second;
+  TwoStreams(const char* gpu, std::int32_t sms, const char* a, const char* b) {
+    std::int32_t g = m.add_gpu(gpu, sms);
+    first = m.add_stream(g, a);
+    second = m.add_stream(g, b);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("in-order streams run one task at a time; different streams overlap") {
+  TwoStreams two("gpu0", 132, "compute", "copy");
+  Machine& m = two.m;
+  StreamId a = two.first, b = two.second;
   TaskGraph g;
   TaskId t1 = g.add_compute("t1", a, 100, 1);  // fixed-SM tasks keep their duration
   TaskId t2 = g.add_compute("t2", a, 50, 1);
@@ -26,9 +41,9 @@ TEST_CASE("in-order streams run one task at a time; different streams overlap") 
 }
 
 TEST_CASE("a compute task beside a kernel holding 20 of 132 SMs takes 132/112 of its time") {
-  Machine m;
-  std::int32_t gpu = m.add_gpu("h800", 132);
-  StreamId compute = m.add_stream(gpu, "compute"), comm = m.add_stream(gpu, "comm");
+  TwoStreams two("h800", 132, "compute", "comm");
+  Machine& m = two.m;
+  StreamId compute = two.first, comm = two.second;
   TaskGraph g;
   const Time work = 1'000'000'000;  // 1 ms at full speed
   TaskId gemm = g.add_compute("GEMM", compute, work);
@@ -39,9 +54,9 @@ TEST_CASE("a compute task beside a kernel holding 20 of 132 SMs takes 132/112 of
 }
 
 TEST_CASE("compute slows only while SMs are taken, and speeds up when they are returned") {
-  Machine m;
-  std::int32_t gpu = m.add_gpu("gpu", 100);
-  StreamId compute = m.add_stream(gpu, "compute"), comm = m.add_stream(gpu, "comm");
+  TwoStreams two("gpu", 100, "compute", "comm");
+  Machine& m = two.m;
+  StreamId compute = two.first, comm = two.second;
   TaskGraph g;
   TaskId job = g.add_compute("work", compute, 1000);
   g.add_compute("kernel holding half", comm, 400, 50);
@@ -75,9 +90,9 @@ TEST_CASE("a configurable rate curve sets the speed for a share of the SMs") {
 }
 
 TEST_CASE("the critical path of a known graph is the known chain") {
-  Machine m;
-  std::int32_t gpu = m.add_gpu("gpu", 10);
-  StreamId s0 = m.add_stream(gpu, "s0"), s1 = m.add_stream(gpu, "s1");
+  TwoStreams two("gpu", 10, "s0", "s1");
+  Machine& m = two.m;
+  StreamId s0 = two.first, s1 = two.second;
   TaskGraph g;
   TaskId a = g.add_compute("A", s0, 10, 1);
   TaskId b = g.add_compute("B", s1, 30, 1);
@@ -127,9 +142,9 @@ TEST_CASE("the same graph twice gives a byte-identical trace") {
 }
 
 TEST_CASE("a cyclic graph stops with a deadlock error naming the waiting tasks") {
-  Machine m;
-  std::int32_t gpu = m.add_gpu("gpu0", 132);
-  StreamId s0 = m.add_stream(gpu, "s0"), s1 = m.add_stream(gpu, "s1");
+  TwoStreams two("gpu0", 132, "s0", "s1");
+  Machine& m = two.m;
+  StreamId s0 = two.first, s1 = two.second;
   TaskGraph g;
   TaskId ok = g.add_compute("fine", s0, 10, 1);
   TaskId a = g.add_compute("A", s0, 10, 1);
