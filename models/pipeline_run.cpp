@@ -1,0 +1,215 @@
+#include "models/pipeline_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace plumb {
+
+namespace {
+
+// One time unit is a microsecond of simulated time: picoseconds keep six decimals exact.
+constexpr double kPicosPerUnit = 1e6;
+
+std::string describe(OpKind kind, StageWork w) {
+  return fmt::format("{} of micro-batch {} on stage {}", op_kind_symbol(kind), w.mb, w.stage);
+}
+
+// The ops of one (micro-batch, stage): which op index on which rank ran its forward, its input
+// gradient and its weight gradient.
+struct Slots {
+  std::int64_t stages = 0;
+  std::vector<std::int64_t> forward, input_grad, weight_grad;  // task ids, −1 when absent
+  explicit Slots(const PipelineSchedule& s)
+      : stages(s.stages),
+        forward(static_cast<std::size_t>(s.stages * s.microbatches), -1),
+        input_grad(forward.size(), -1),
+        weight_grad(forward.size(), -1) {}
+  std::size_t at(StageWork w) const { return static_cast<std::size_t>(w.mb) * static_cast<std::size_t>(stages) + static_cast<std::size_t>(w.stage); }
+};
+
+}  // namespace
+
+double OpCosts::of(OpKind kind, std::int32_t stage) const {
+  double scale = stage_scale.empty() ? 1.0 : stage_scale[static_cast<std::size_t>(stage)];
+  switch (kind) {
+    case OpKind::forward: return f * scale;
+    case OpKind::backward: return b * scale;
+    case OpKind::backward_input: return (b - w) * scale;
+    case OpKind::weight: return w * scale;
+    case OpKind::forward_backward: return fb * scale;
+  }
+  return 0;
+}
+
+std::vector<std::int64_t> peak_activations(const PipelineSchedule& s) {
+  std::vector<std::int64_t> peaks;
+  for (const auto& ops : s.ops) {
+    std::int64_t alive = 0, peak = 0;
+    for (const PipeOp& o : ops) {
+      if (o.kind == OpKind::forward || o.kind == OpKind::forward_backward) peak = std::max(peak, ++alive);
+      if (o.kind == OpKind::backward || o.kind == OpKind::backward_input || o.kind == OpKind::forward_backward) --alive;
+    }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
+std::vector<std::string> check_schedule(const PipelineSchedule& s) {
+  std::vector<std::string> problems;
+  Slots slots(s);
+  auto claim = [&](std::vector<std::int64_t>& slot, OpKind kind, StageWork w, std::int64_t rank) {
+    if (w.mb < 0 || w.mb >= s.microbatches || w.stage < 0 || w.stage >= s.stages) {
+      problems.push_back(fmt::format("rank {}: {} is outside {} micro-batches × {} stages", rank, describe(kind, w),
+                                     s.microbatches, s.stages));
+      return;
+    }
+    if (s.rank_of(w.stage, w.mb) != rank)
+      problems.push_back(fmt::format("rank {} runs {}, which belongs to rank {}", rank, describe(kind, w),
+                                     s.rank_of(w.stage, w.mb)));
+    if (slot[slots.at(w)] >= 0) problems.push_back(fmt::format("{} appears twice", describe(kind, w)));
+    slot[slots.at(w)] = rank;
+  };
+  for (std::int64_t r = 0; r < s.ranks; ++r) {
+    for (const PipeOp& o : s.ops[static_cast<std::size_t>(r)]) {
+      switch (o.kind) {
+        case OpKind::forward: claim(slots.forward, o.kind, o.work, r); break;
+        case OpKind::backward:
+          claim(slots.input_grad, o.kind, o.work, r);
+          claim(slots.weight_grad, o.kind, o.work, r);
+          break;
+        case OpKind::backward_input: claim(slots.input_grad, o.kind, o.work, r); break;
+        case OpKind::weight: claim(slots.weight_grad, o.kind, o.work, r); break;
+        case OpKind::forward_backward:
+          claim(slots.forward, OpKind::forward, o.work, r);
+          claim(slots.input_grad, OpKind::backward, o.other, r);
+          claim(slots.weight_grad, OpKind::backward, o.other, r);
+          break;
+      }
+    }
+  }
+  for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
+    for (std::int32_t st = 0; st < s.stages; ++st) {
+      std::size_t i = slots.at({mb, st});
+      if (slots.forward[i] < 0) problems.push_back(fmt::format("no F of micro-batch {} on stage {}", mb, st));
+      if (slots.input_grad[i] < 0) problems.push_back(fmt::format("no B of micro-batch {} on stage {}", mb, st));
+      if (slots.weight_grad[i] < 0) problems.push_back(fmt::format("no W of micro-batch {} on stage {}", mb, st));
+    }
+  if (!problems.empty()) return problems;
+  // Order and deadlock: run the schedule with unit costs; the engine names what waits for what.
+  try {
+    run_schedule(s, OpCosts{1, 2, 1, 3, 0, 0, {}});
+  } catch (const ScheduleError& e) {
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
+ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
+  if (!costs.stage_scale.empty() && static_cast<std::int64_t>(costs.stage_scale.size()) != s.stages)
+    throw ScheduleError(fmt::format("{} stage cost factors given for {} stages", costs.stage_scale.size(), s.stages));
+  ScheduleRun run;
+  sim::TaskGraph& g = run.graph;
+  std::vector<sim::StreamId> compute, links;
+  for (std::int64_t r = 0; r < s.ranks; ++r) {
+    std::int32_t gpu = run.machine.add_gpu(fmt::format("rank {}", r), 1);
+    compute.push_back(run.machine.add_stream(gpu, "compute"));
+    links.push_back(run.machine.add_stream(gpu, "p2p"));
+  }
+  auto ticks = [](double units) { return static_cast<sim::Time>(std::llround(units * kPicosPerUnit)); };
+  Slots slots(s);
+  // Tasks are created rank by rank in op order, so each compute stream runs its rank's list in order.
+  for (std::int64_t r = 0; r < s.ranks; ++r) {
+    const auto& ops = s.ops[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const PipeOp& o = ops[i];
+      std::string label = o.kind == OpKind::forward_backward
+                              ? fmt::format("F{}&B{}", o.work.mb, o.other.mb)
+                              : fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb);
+      sim::TaskId t = g.add_compute(label, compute[static_cast<std::size_t>(r)], ticks(costs.of(o.kind, o.work.stage)), 1);
+      run.task_op.emplace_back(r, i);
+      switch (o.kind) {
+        case OpKind::forward: slots.forward[slots.at(o.work)] = t; break;
+        case OpKind::backward:
+          slots.input_grad[slots.at(o.work)] = t;
+          slots.weight_grad[slots.at(o.work)] = t;
+          break;
+        case OpKind::backward_input: slots.input_grad[slots.at(o.work)] = t; break;
+        case OpKind::weight: slots.weight_grad[slots.at(o.work)] = t; break;
+        case OpKind::forward_backward:
+          slots.forward[slots.at(o.work)] = t;
+          slots.input_grad[slots.at(o.other)] = t;
+          slots.weight_grad[slots.at(o.other)] = t;
+          break;
+      }
+    }
+  }
+  // Stage edges. Within a rank they are plain dependencies; across ranks, with a p2p cost, a send
+  // on the sender's link stream sits between producer and consumer. Sends are issued in the order
+  // the sender runs its ops, as a real rank would post them.
+  auto link = [&](std::int64_t from_task, std::int64_t to_task, std::int64_t from_rank, std::int64_t to_rank) {
+    auto from = static_cast<sim::TaskId>(from_task), to = static_cast<sim::TaskId>(to_task);
+    if (from_rank == to_rank || costs.p2p <= 0) {
+      g.add_dependency(from, to);
+      return;
+    }
+    sim::TaskId send = g.add_compute("p2p", links[static_cast<std::size_t>(from_rank)], ticks(costs.p2p), 1);
+    run.task_op.emplace_back(-1, 0);
+    g.add_dependency(from, send);
+    g.add_dependency(send, to);
+  };
+  auto outputs = [&](std::int64_t rank, OpKind kind, StageWork w) {
+    std::size_t i = slots.at(w);
+    if ((kind == OpKind::forward) && w.stage + 1 < s.stages) {
+      StageWork next{w.mb, w.stage + 1};
+      link(slots.forward[i], slots.forward[slots.at(next)], rank, s.rank_of(next.stage, next.mb));
+    }
+    if ((kind == OpKind::backward || kind == OpKind::backward_input) && w.stage > 0) {
+      StageWork prev{w.mb, w.stage - 1};
+      link(slots.input_grad[i], slots.input_grad[slots.at(prev)], rank, s.rank_of(prev.stage, prev.mb));
+    }
+  };
+  for (std::int64_t r = 0; r < s.ranks; ++r)
+    for (const PipeOp& o : s.ops[static_cast<std::size_t>(r)]) {
+      outputs(r, o.kind == OpKind::forward_backward ? OpKind::forward : o.kind, o.work);
+      if (o.kind == OpKind::forward_backward) outputs(r, OpKind::backward, o.other);
+    }
+  // Within a stage: F before its input gradient, the input gradient before W.
+  for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
+    for (std::int32_t st = 0; st < s.stages; ++st) {
+      std::size_t i = slots.at({mb, st});
+      if (slots.forward[i] != slots.input_grad[i]) g.add_dependency(static_cast<sim::TaskId>(slots.forward[i]), static_cast<sim::TaskId>(slots.input_grad[i]));
+      if (slots.input_grad[i] != slots.weight_grad[i])
+        g.add_dependency(static_cast<sim::TaskId>(slots.input_grad[i]), static_cast<sim::TaskId>(slots.weight_grad[i]));
+    }
+  // DualPipe: each stage lives on two mirror ranks; their gradients are summed once both are done.
+  if (s.kind == ScheduleKind::dualpipe && costs.grad_sync > 0) {
+    for (std::int64_t r = 0; r < s.ranks; ++r)
+      for (std::int32_t st : {static_cast<std::int32_t>(r), static_cast<std::int32_t>(s.ranks - 1 - r)}) {
+        sim::TaskId sync = g.add_compute(fmt::format("grad sync s{}", st), links[static_cast<std::size_t>(r)],
+                                         ticks(costs.grad_sync), 1);
+        run.task_op.emplace_back(-1, 0);
+        for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
+          g.add_dependency(static_cast<sim::TaskId>(slots.weight_grad[slots.at({mb, st})]), sync);
+      }
+  }
+  g.finalize();
+  try {
+    run.result = sim::simulate(g, run.machine);
+  } catch (const sim::DeadlockError& e) {
+    throw ScheduleError(fmt::format("the {} schedule cannot run: {}", schedule_name(s.kind), e.what()));
+  }
+  run.makespan = static_cast<double>(run.result.makespan) / kPicosPerUnit;
+  std::vector<std::int64_t> peaks = peak_activations(s);
+  for (std::int64_t r = 0; r < s.ranks; ++r) {
+    RankTiming t;
+    t.busy = static_cast<double>(run.result.stream_busy[static_cast<std::size_t>(compute[static_cast<std::size_t>(r)])]) / kPicosPerUnit;
+    t.bubble = run.makespan - t.busy;
+    t.bubble_fraction = run.makespan > 0 ? t.bubble / run.makespan : 0;
+    t.peak_activations = peaks[static_cast<std::size_t>(r)];
+    run.ranks.push_back(t);
+  }
+  return run;
+}
+
+}  // namespace plumb

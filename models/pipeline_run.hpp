@@ -1,0 +1,54 @@
+#pragma once
+// Checking a pipeline schedule and executing it on the discrete-event engine with per-op costs.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/pipeline.hpp"
+#include "sim/engine.hpp"
+
+namespace plumb {
+
+// Per-op costs in any time unit (the results come back in the same unit). B is the full backward;
+// the zero-bubble split runs B − W for the input gradient and W for the weights. F&B is the cost of
+// one overlapped forward-and-backward pair (DualPipe). `stage_scale[s]`, when given, multiplies
+// every op of stage s. `p2p` is the time from the end of one stage's op to the start of the next
+// stage's on another rank. `grad_sync` is DualPipe's reduction of a stage's gradients between its two
+// mirror ranks.
+struct OpCosts {
+  double f = 1, b = 2, w = 0, fb = 3;
+  double p2p = 0;
+  double grad_sync = 0;
+  std::vector<double> stage_scale;
+
+  double of(OpKind kind, std::int32_t stage) const;
+};
+
+// Problems with a schedule, each a sentence naming the op: counts, F before B before W, ranks, and
+// whether every dependency can be met (no deadlock).
+std::vector<std::string> check_schedule(const PipelineSchedule& s);
+
+// Peak number of micro-batch activation sets alive on each rank: +1 at a forward, −1 when its
+// input gradient is done (B, or the input half of a split B).
+std::vector<std::int64_t> peak_activations(const PipelineSchedule& s);
+
+struct RankTiming {
+  double busy = 0;    // time running ops
+  double bubble = 0;  // makespan − busy
+  double bubble_fraction = 0;
+  std::int64_t peak_activations = 0;
+};
+
+struct ScheduleRun {
+  double makespan = 0;
+  std::vector<RankTiming> ranks;
+  sim::TaskGraph graph;
+  sim::Machine machine;
+  sim::SimResult result;
+  std::vector<std::pair<std::int64_t, std::size_t>> task_op;  // task → (rank, op index); kNone for p2p/sync
+};
+
+// Throws ScheduleError when the schedule cannot run (the deadlock names the ops).
+ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs);
+
+}  // namespace plumb
