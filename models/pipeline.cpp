@@ -4,6 +4,8 @@
 #include <deque>
 #include <fmt/format.h>
 
+#include "models/zero_bubble.hpp"
+
 
 namespace plumb {
 
@@ -218,8 +220,7 @@ PipelineSchedule make_schedule(ScheduleKind kind, std::int64_t ranks, std::int64
     case ScheduleKind::interleaved: interleaved(s); break;
     case ScheduleKind::zb_h1:
     case ScheduleKind::zb_h2:
-    case ScheduleKind::zb_v:
-      throw ScheduleError(fmt::format("the {} generator is not implemented yet", schedule_name(kind)));
+    case ScheduleKind::zb_v: zero_bubble(s); break;
     case ScheduleKind::dualpipe:
     case ScheduleKind::dualpipe_v:
       s.steps.resize(static_cast<std::size_t>(ranks));

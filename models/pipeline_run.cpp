@@ -200,16 +200,39 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
     throw ScheduleError(fmt::format("the {} schedule cannot run: {}", schedule_name(s.kind), e.what()));
   }
   run.makespan = static_cast<double>(run.result.makespan) / kPicosPerUnit;
+  std::vector<sim::Time> first(static_cast<std::size_t>(s.ranks), sim::kNever), last(static_cast<std::size_t>(s.ranks), 0);
+  for (std::size_t t = 0; t < run.task_op.size(); ++t) {
+    std::int64_t r = run.task_op[t].first;
+    if (r < 0) continue;
+    first[static_cast<std::size_t>(r)] = std::min(first[static_cast<std::size_t>(r)], run.result.start[t]);
+    last[static_cast<std::size_t>(r)] = std::max(last[static_cast<std::size_t>(r)], run.result.end[t]);
+  }
   std::vector<std::int64_t> peaks = peak_activations(s);
   for (std::int64_t r = 0; r < s.ranks; ++r) {
+    std::size_t ri = static_cast<std::size_t>(r);
     RankTiming t;
-    t.busy = static_cast<double>(run.result.stream_busy[static_cast<std::size_t>(compute[static_cast<std::size_t>(r)])]) / kPicosPerUnit;
+    t.busy = static_cast<double>(run.result.stream_busy[static_cast<std::size_t>(compute[ri])]) / kPicosPerUnit;
     t.bubble = run.makespan - t.busy;
     t.bubble_fraction = run.makespan > 0 ? t.bubble / run.makespan : 0;
-    t.peak_activations = peaks[static_cast<std::size_t>(r)];
+    t.span = first[ri] == sim::kNever ? 0.0 : static_cast<double>(last[ri] - first[ri]) / kPicosPerUnit;
+    t.span_bubble = t.span - t.busy;
+    t.peak_activations = peaks[ri];
     run.ranks.push_back(t);
   }
   return run;
+}
+
+double ScheduleRun::max_bubble() const {
+  double worst = 0;
+  for (const RankTiming& t : ranks) worst = std::max(worst, t.bubble);
+  return worst;
+}
+
+double ScheduleRun::longest_span_bubble() const {
+  const RankTiming* longest = nullptr;
+  for (const RankTiming& t : ranks)
+    if (!longest || t.span > longest->span) longest = &t;
+  return longest ? longest->span_bubble : 0.0;
 }
 
 }  // namespace plumb

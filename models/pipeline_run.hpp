@@ -32,16 +32,23 @@ std::vector<std::string> check_schedule(const PipelineSchedule& s);
 // input gradient is done (B, or the input half of a split B).
 std::vector<std::int64_t> peak_activations(const PipelineSchedule& s);
 
+// Two bubble conventions, because the papers use both: the DualPipe table counts idle time over the
+// whole makespan (`bubble`); Qi et al. count it over each stage's own span, from its first op to its
+// last, and quote the longest stage (`span_bubble`). They agree for GPipe, 1F1B and ZB-H1.
 struct RankTiming {
-  double busy = 0;    // time running ops
-  double bubble = 0;  // makespan − busy
+  double busy = 0;         // time running ops
+  double bubble = 0;       // makespan − busy
   double bubble_fraction = 0;
+  double span = 0;         // last op's end − first op's start
+  double span_bubble = 0;  // span − busy
   std::int64_t peak_activations = 0;
 };
 
 struct ScheduleRun {
   double makespan = 0;
   std::vector<RankTiming> ranks;
+  double max_bubble() const;            // the worst rank, DualPipe's convention
+  double longest_span_bubble() const;   // the longest stage's span − its busy time, Qi et al.'s convention
   sim::TaskGraph graph;
   sim::Machine machine;
   sim::SimResult result;

@@ -4,16 +4,11 @@
 #include <algorithm>
 
 #include "models/pipeline_run.hpp"
+#include "models/zero_bubble.hpp"
 
 using namespace plumb;
 
 namespace {
-
-double max_bubble(const ScheduleRun& r) {
-  double m = 0;
-  for (const RankTiming& t : r.ranks) m = std::max(m, t.bubble);
-  return m;
-}
 
 OpCosts costs(double f, double b, double w, double fb) {
   OpCosts c;
@@ -45,7 +40,7 @@ TEST_CASE("interleaved 1F1B: bubble (PP−1)(F+B)/v, with F and B the cost of a 
     const double F = 3.0, B = 5.0;  // per rank; each of its v chunks costs 1/v of that
     ScheduleRun r = run_schedule(s, costs(F / v, B / v, 0, 0));
     INFO("p=" << p << " m=" << m << " v=" << v);
-    CHECK(max_bubble(r) == doctest::Approx((p - 1) * (F + B) / v));
+    CHECK(r.max_bubble() == doctest::Approx((p - 1) * (F + B) / v));
   }
 }
 
@@ -61,14 +56,14 @@ TEST_CASE("DualPipe and DualPipeV: bubble (PP/2−1)(F&B+B−3W) when the input 
         ScheduleRun r = run_schedule(s, costs(c.f, c.b, c.w, c.fb));
         double pp = kind == ScheduleKind::dualpipe ? n : 2.0 * n;
         INFO(schedule_name(kind) << " n=" << n << " m=" << m << " F=" << c.f << " B=" << c.b << " W=" << c.w << " F&B=" << c.fb);
-        CHECK(max_bubble(r) == doctest::Approx((pp / 2 - 1) * (c.fb + c.b - 3 * c.w)));
+        CHECK(r.max_bubble() == doctest::Approx((pp / 2 - 1) * (c.fb + c.b - 3 * c.w)));
       }
 }
 
 TEST_CASE("DualPipe: the closed form bounds the bubble when the input gradient costs more than F") {
   PipelineSchedule s = make_schedule(ScheduleKind::dualpipe, 8, 20);
   ScheduleRun r = run_schedule(s, costs(1, 2.5, 1, 3));
-  CHECK(max_bubble(r) < (8 / 2 - 1) * (3 + 2.5 - 3 * 1));
+  CHECK(r.max_bubble() < (8 / 2 - 1) * (3 + 2.5 - 3 * 1));
 }
 
 TEST_CASE("peak activations: p on 1F1B's first rank, PP+1 on every DualPipe rank, 2·ranks+1 chunks for DualPipeV") {
@@ -141,4 +136,70 @@ TEST_CASE("p2p time between ranks adds to each stage hand-off") {
   // 1F1B also slows in its steady state (a micro-batch's F→B round trip through the pipe grows), so
   // it pays more than the 2(p−1)c of the hand-offs alone.
   CHECK(run_schedule(make_schedule(ScheduleKind::one_f_one_b, 4, 8), c).makespan > (8 + 3) * 3.0 + 2 * 3 * 0.5);
+}
+
+TEST_CASE("ZB-H1: bubble (PP−1)(F+B−2W) in DualPipe's notation, on every rank, with 1F1B's memory") {
+  for (auto [p, m] : {std::pair{4, 12}, std::pair{6, 18}, std::pair{8, 10}})
+    for (auto [f, b, w] : {std::tuple{1.0, 2.0, 1.0}, std::tuple{1.0, 3.0, 1.0}, std::tuple{2.0, 3.0, 1.0}, std::tuple{1.0, 2.5, 0.5}}) {
+      PipelineSchedule s = make_schedule(ScheduleKind::zb_h1, p, m);
+      CHECK(check_schedule(s).empty());
+      ScheduleRun r = run_schedule(s, costs(f, b, w, 0));
+      INFO("p=" << p << " m=" << m << " F=" << f << " B=" << b << " W=" << w);
+      for (const RankTiming& t : r.ranks) CHECK(t.bubble == doctest::Approx((p - 1) * (f + b - 2 * w)));
+      CHECK(r.longest_span_bubble() == doctest::Approx((p - 1) * (f + b - 2 * w)));
+      auto peaks = peak_activations(s);
+      for (int i = 0; i < p; ++i) CHECK(peaks[static_cast<std::size_t>(i)] == p - i);
+    }
+}
+
+TEST_CASE("ZB-H2: the longest stage's bubble is (p−1)(T_F+T_B−2T_W), zero when they are equal; peak 2p−1") {
+  // Qi et al. quote bubbles over each stage's own span (their §5.3 "cost = the longest stage's time").
+  for (auto [p, m] : {std::pair{4, 12}, std::pair{6, 18}, std::pair{8, 24}})
+    for (auto [tf, tb, tw] : {std::tuple{1.0, 1.0, 1.0}, std::tuple{1.0, 2.0, 1.0}, std::tuple{2.0, 2.0, 1.0}, std::tuple{1.5, 2.0, 0.5}}) {
+      PipelineSchedule s = make_schedule(ScheduleKind::zb_h2, p, m);
+      CHECK(check_schedule(s).empty());
+      ScheduleRun r = run_schedule(s, costs(tf, tb + tw, tw, 0));
+      INFO("p=" << p << " m=" << m << " T_F=" << tf << " T_B=" << tb << " T_W=" << tw);
+      CHECK(r.longest_span_bubble() == doctest::Approx((p - 1) * (tf + tb - 2 * tw)).epsilon(1e-9));
+      CHECK(peak_activations(s).front() == 2 * p - 1);
+    }
+}
+
+TEST_CASE("ZB-V: zero bubble when T_F = T_B = T_W, p·M_B memory, and the published warm-up") {
+  for (auto [p, m] : {std::pair{4, 12}, std::pair{6, 18}, std::pair{8, 16}}) {
+    PipelineSchedule s = make_schedule(ScheduleKind::zb_v, p, m);
+    CHECK(check_schedule(s).empty());
+    ScheduleRun r = run_schedule(s, costs(1, 2, 1, 0));
+    CHECK(r.longest_span_bubble() == doctest::Approx(0.0));
+    for (std::int64_t peak : peak_activations(s)) CHECK(peak == 2 * p);  // 2p half-size chunks = p·M_B
+    // Worker i (1-indexed) warms up with 2p−1 forwards: 2p−i of its first chunk, i−1 of its second.
+    for (int i = 1; i <= p; ++i) {
+      int first = 0, second = 0;
+      for (int k = 0; k < 2 * p - 1; ++k) {
+        const PipeOp& o = s.ops[static_cast<std::size_t>(i - 1)][static_cast<std::size_t>(k)];
+        REQUIRE(o.kind == OpKind::forward);
+        (o.work.stage < p ? first : second)++;
+      }
+      CHECK(first == 2 * p - i);
+      CHECK(second == i - 1);
+    }
+  }
+}
+
+TEST_CASE("the automatic zero-bubble scheduler honours memory limits and communication time") {
+  ZeroBubbleSettings z;
+  z.f = 1;
+  z.b = 1;
+  z.w = 1;
+  z.comm = 0.25;
+  z.memory_limit = {3, 3, 3, 3};
+  PipelineSchedule s = automatic_zero_bubble(ScheduleKind::zb_h1, 4, 12, z);
+  CHECK(check_schedule(s).empty());
+  for (std::int64_t peak : peak_activations(s)) CHECK(peak <= 3);
+  // With T_comm it still beats 1F1B with the same memory and communication.
+  OpCosts c = costs(1, 2, 1, 0);
+  c.p2p = 0.25;
+  CHECK(run_schedule(s, c).makespan < run_schedule(make_schedule(ScheduleKind::one_f_one_b, 4, 12), c).makespan);
+  z.memory_limit = {2, 2};
+  CHECK_THROWS_WITH_AS(automatic_zero_bubble(ScheduleKind::zb_h1, 4, 12, z), "2 memory limits given for 4 ranks", ScheduleError);
 }
