@@ -1,6 +1,7 @@
 #include "cli/args.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "models/diagnostics.hpp"
@@ -57,6 +58,28 @@ std::string Args::value(const std::string& name, const std::string& fallback) co
 std::vector<std::string> Args::values(const std::string& name) const {
   auto it = values_.find(name);
   return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+double Args::number(const std::string& name, double fallback, double min, double max) const {
+  if (!flag(name)) return fallback;
+  std::string text = value(name);
+  std::size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) throw UsageError(fmt::format("{} needs a number, got \"{}\"", name, text));
+  if (!(x >= min && x <= max)) throw UsageError(fmt::format("{} {} is out of range ({} to {})", name, text, min, max));
+  return x;
+}
+
+std::int64_t Args::integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) const {
+  if (!flag(name)) return fallback;
+  double x = number(name, 0, static_cast<double>(min), static_cast<double>(max));
+  if (x != std::floor(x)) throw UsageError(fmt::format("{} needs a whole number, got {}", name, value(name)));
+  return static_cast<std::int64_t>(x);
 }
 
 std::string help_text(const CommandSpec& spec) {

@@ -1,6 +1,7 @@
 #pragma once
 // A small command-line parser: options declared up front, so unknown options are errors with the
 // nearest valid one suggested, and --help text is generated from the same declarations.
+#include <cstdint>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -34,6 +35,9 @@ class Args {
   bool flag(const std::string& name) const { return values_.count(name) > 0; }
   std::string value(const std::string& name, const std::string& fallback = "") const;
   std::vector<std::string> values(const std::string& name) const;
+  // Numeric options; a value that is not a number in [min, max] is a UsageError naming the option.
+  double number(const std::string& name, double fallback, double min, double max) const;
+  std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) const;
   const std::string& positional(std::size_t i) const { return positionals_.at(i); }
 
  private:

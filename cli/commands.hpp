@@ -15,5 +15,9 @@ struct Command {
 };
 
 const Command& memory_command();
+const Command& schedule_command();
+
+// Writes text to a file; an unwritable path is a UsageError naming it.
+void write_file(const std::string& path, const std::string& text);
 
 }  // namespace plumb::cli

@@ -18,7 +18,7 @@ namespace {
 using plumb::cli::Command;
 
 const std::vector<const Command*>& commands() {
-  static const std::vector<const Command*> list{&plumb::cli::memory_command()};
+  static const std::vector<const Command*> list{&plumb::cli::memory_command(), &plumb::cli::schedule_command()};
   return list;
 }
 
@@ -54,6 +54,9 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     try {
       return c->run(Args(c->spec, rest));
+    } catch (const std::invalid_argument& e) {  // UsageError and models' ScheduleError: bad input
+      std::cerr << fmt::format("plumb {}: {}\n(see plumb {} --help)\n", c->spec.name, e.what(), c->spec.name);
+      return kBadInput;
     } catch (const UsageError& e) {
       std::cerr << fmt::format("plumb {}: {}\n(see plumb {} --help)\n", c->spec.name, e.what(), c->spec.name);
       return kBadInput;

@@ -2,7 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <numeric>
 
+#include "models/memory.hpp"
 #include "models/pipeline_run.hpp"
 #include "models/zero_bubble.hpp"
 
@@ -202,4 +204,18 @@ TEST_CASE("the automatic zero-bubble scheduler honours memory limits and communi
   CHECK(run_schedule(s, c).makespan < run_schedule(make_schedule(ScheduleKind::one_f_one_b, 4, 12), c).makespan);
   z.memory_limit = {2, 2};
   CHECK_THROWS_WITH_AS(automatic_zero_bubble(ScheduleKind::zb_h1, 4, 12, z), "2 memory limits given for 4 ranks", ScheduleError);
+}
+
+TEST_CASE("the memory planner's in-flight counts equal the generated schedules' peaks, for every schedule") {
+  for (const auto& [name, kind] : schedule_names())
+    for (auto [p, m] : {std::pair{4, 16}, std::pair{8, 32}, std::pair{6, 24}}) {
+      std::int64_t vp = kind == ScheduleKind::interleaved ? 2 : 1;
+      auto peaks = peak_activations(make_schedule(kind, p, m, vp));
+      for (std::int64_t r = 0; r < p; ++r) {
+        auto per_stage = inflight_per_stage(kind, r, p, vp, m);
+        double planned = std::accumulate(per_stage.begin(), per_stage.end(), 0.0);
+        INFO(name << " p=" << p << " m=" << m << " rank " << r);
+        CHECK(planned == static_cast<double>(peaks[static_cast<std::size_t>(r)]));
+      }
+    }
 }

@@ -1,0 +1,115 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "models/schedule_report.hpp"
+#include "models/zero_bubble.hpp"
+#include "sim/outputs.hpp"
+
+namespace plumb::cli {
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!(out << text)) throw UsageError(fmt::format("cannot write {}", path));
+}
+
+namespace {
+
+ScheduleKind schedule_kind(const std::string& name) {
+  std::vector<std::string> names{"zb-auto"};
+  for (const auto& [word, kind] : schedule_names()) {
+    if (word == name) return kind;
+    names.push_back(word);
+  }
+  std::string hint = nearest_word(name, names);
+  throw UsageError(fmt::format("unknown schedule \"{}\"{}; choose one of {}", name,
+                               hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), fmt::join(names, ", ")));
+}
+
+int run_schedule_command(const Args& args) {
+  OpCosts costs;
+  costs.f = args.number("--f", 1, 0, 1e12);
+  costs.b = args.number("--b", 2, 0, 1e12);
+  costs.w = args.number("--w", 1, 0, costs.b);
+  costs.fb = args.number("--fb", costs.f + costs.b, 0, 1e12);
+  costs.p2p = args.number("--p2p", 0, 0, 1e12);
+  costs.grad_sync = args.number("--grad-sync", 0, 0, 1e12);
+  std::int64_t pp = args.integer("--pp", 0, 1, 4096);
+  std::int64_t m = args.integer("--microbatches", 0, 1, 1'000'000);
+  if (pp == 0 || m == 0) throw UsageError("--pp and --microbatches are required");
+  std::int64_t vp = args.integer("--vp", 0, 1, 64);
+  if (args.flag("--compare")) {
+    auto rows = compare_schedules(pp, m, vp == 0 ? 2 : vp, costs);
+    if (args.flag("--json")) {
+      Json out = Json::array();
+      for (const ScheduleComparison& c : rows)
+        out.push_back(c.unavailable.empty()
+                          ? Json{{"schedule", c.name}, {"makespan", c.makespan}, {"bubble", c.bubble},
+                                 {"bubble_fraction", c.bubble_fraction}, {"span_bubble", c.span_bubble},
+                                 {"peak_activations", c.peak_activations}, {"params_per_device", c.params}}
+                          : Json{{"schedule", c.name}, {"unavailable", c.unavailable}});
+      std::cout << out.dump(2) << "\n";
+    } else {
+      std::cout << comparison_table(rows, pp, m);
+    }
+    return kOk;
+  }
+  std::string name = args.value("--schedule", "1f1b");
+  PipelineSchedule s;
+  if (name == "zb-auto") {
+    ZeroBubbleSettings z;
+    z.f = costs.f;
+    z.b = costs.b - costs.w;
+    z.w = costs.w;
+    z.comm = costs.p2p;
+    z.memory_limit.assign(static_cast<std::size_t>(pp), args.integer("--memory-limit", pp, 1, 1'000'000));
+    s = automatic_zero_bubble(ScheduleKind::zb_h1, pp, m, z);
+  } else {
+    ScheduleKind kind = schedule_kind(name);
+    s = make_schedule(kind, pp, m, vp == 0 ? (kind == ScheduleKind::interleaved ? 2 : 1) : vp);
+  }
+  ScheduleRun run = run_schedule(s, costs);
+  if (args.flag("--svg")) write_file(args.value("--svg"), schedule_svg(s, run));
+  if (args.flag("--trace")) write_file(args.value("--trace"), sim::chrome_trace(run.graph, run.machine, run.result));
+  if (args.flag("--json")) std::cout << schedule_json(s, run).dump(2) << "\n";
+  else std::cout << schedule_grid(s, run);
+  return kOk;
+}
+
+}  // namespace
+
+const Command& schedule_command() {
+  static const Command command{
+      {"schedule",
+       "plumb schedule --schedule NAME --pp N --microbatches M [--vp V] [--f 1 --b 2 --w 1 --fb 3] [--p2p 0]\n"
+       "                      [--trace t.json] [--svg s.svg] [--json]\n"
+       "       plumb schedule --compare --pp N --microbatches M [costs] [--json]",
+       "Generates a pipeline schedule, checks it and runs it on the simulator with per-op costs: prints\n"
+       "the rank × time grid, each rank's bubble and its peak in-flight activations.\n"
+       "Schedules: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, and zb-auto (the\n"
+       "zero-bubble paper's automatic heuristic for the given costs and --memory-limit).\n"
+       "Costs are in any unit: F forward, B full backward (the zero-bubble split runs B−W then W),\n"
+       "F&B one overlapped forward+backward pair (DualPipe).",
+       {},
+       {{"--schedule", "NAME", "the schedule (default 1f1b)"},
+        {"--pp", "N", "pipeline ranks"},
+        {"--microbatches", "M", "micro-batches per step"},
+        {"--vp", "V", "virtual stages per rank (interleaved; default 2)"},
+        {"--f", "T", "forward cost (default 1)"},
+        {"--b", "T", "full backward cost (default 2)"},
+        {"--w", "T", "weight-gradient part of the backward (default 1)"},
+        {"--fb", "T", "overlapped forward+backward pair (default F+B)"},
+        {"--p2p", "T", "time to hand a micro-batch to the next rank (default 0)"},
+        {"--grad-sync", "T", "DualPipe: summing a stage's gradients across its two mirror ranks (default 0)"},
+        {"--memory-limit", "N", "zb-auto: activation sets a rank may hold (default pp)"},
+        {"--trace", "FILE", "write a Chrome trace (open it in Perfetto)"},
+        {"--svg", "FILE", "write the schedule as a colour SVG"},
+        {"--json", "", "print JSON instead of the grid"},
+        {"--compare", "", "run every schedule on the same ranks and model and print them side by side"}}},
+      run_schedule_command};
+  return command;
+}
+
+}  // namespace plumb::cli
