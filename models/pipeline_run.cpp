@@ -31,13 +31,13 @@ struct Slots {
 }  // namespace
 
 double OpCosts::of(OpKind kind, std::int32_t stage) const {
-  double scale = stage_scale.empty() ? 1.0 : stage_scale[static_cast<std::size_t>(stage)];
+  const StageCosts& c = per_stage.empty() ? static_cast<const StageCosts&>(*this) : per_stage[static_cast<std::size_t>(stage)];
   switch (kind) {
-    case OpKind::forward: return f * scale;
-    case OpKind::backward: return b * scale;
-    case OpKind::backward_input: return (b - w) * scale;
-    case OpKind::weight: return w * scale;
-    case OpKind::forward_backward: return fb * scale;
+    case OpKind::forward: return c.f;
+    case OpKind::backward: return c.b;
+    case OpKind::backward_input: return c.b - c.w;
+    case OpKind::weight: return c.w;
+    case OpKind::forward_backward: return c.fb;
   }
   return 0;
 }
@@ -98,7 +98,9 @@ std::vector<std::string> check_schedule(const PipelineSchedule& s) {
   if (!problems.empty()) return problems;
   // Order and deadlock: run the schedule with unit costs; the engine names what waits for what.
   try {
-    run_schedule(s, OpCosts{1, 2, 1, 3, 0, 0, {}});
+    OpCosts unit;
+    unit.w = 1;
+    run_schedule(s, unit);
   } catch (const ScheduleError& e) {
     problems.push_back(e.what());
   }
@@ -106,8 +108,8 @@ std::vector<std::string> check_schedule(const PipelineSchedule& s) {
 }
 
 ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
-  if (!costs.stage_scale.empty() && static_cast<std::int64_t>(costs.stage_scale.size()) != s.stages)
-    throw ScheduleError(fmt::format("{} stage cost factors given for {} stages", costs.stage_scale.size(), s.stages));
+  if (!costs.per_stage.empty() && static_cast<std::int64_t>(costs.per_stage.size()) != s.stages)
+    throw ScheduleError(fmt::format("costs given for {} stages, but the schedule has {}", costs.per_stage.size(), s.stages));
   ScheduleRun run;
   sim::TaskGraph& g = run.graph;
   std::vector<sim::StreamId> compute, links;

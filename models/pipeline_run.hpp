@@ -9,17 +9,20 @@
 
 namespace plumb {
 
-// Per-op costs in any time unit (the results come back in the same unit). B is the full backward;
-// the zero-bubble split runs B − W for the input gradient and W for the weights. F&B is the cost of
-// one overlapped forward-and-backward pair (DualPipe). `stage_scale[s]`, when given, multiplies
-// every op of stage s. `p2p` is the time from the end of one stage's op to the start of the next
-// stage's on another rank. `grad_sync` is DualPipe's reduction of a stage's gradients between its two
-// mirror ranks.
-struct OpCosts {
+// Costs of one stage's ops in any time unit (the results come back in the same unit). B is the full
+// backward; the zero-bubble split runs B − W for the input gradient and W for the weights. F&B is one
+// overlapped forward-and-backward pair (DualPipe).
+struct StageCosts {
   double f = 1, b = 2, w = 0, fb = 3;
+};
+
+// Uniform costs, or per stage and op kind when `per_stage` is given (one row per stage). `p2p` is
+// the time from the end of one stage's op to the start of the next stage's on another rank;
+// `grad_sync` is DualPipe's reduction of a stage's gradients between its two mirror ranks.
+struct OpCosts : StageCosts {
   double p2p = 0;
   double grad_sync = 0;
-  std::vector<double> stage_scale;
+  std::vector<StageCosts> per_stage;
 
   double of(OpKind kind, std::int32_t stage) const;
 };

@@ -135,8 +135,10 @@ Json schedule_json(const PipelineSchedule& s, const ScheduleRun& run) {
     Json ops = Json::array();
     for (const Placed& p : rows[r]) {
       Json o{{"kind", std::string(op_kind_symbol(p.op->kind))}, {"mb", p.op->work.mb}, {"stage", p.op->work.stage},
-             {"start", p.start}, {"end", p.end}};
-      if (p.op->kind == OpKind::forward_backward) o["backward"] = {{"mb", p.op->other.mb}, {"stage", p.op->other.stage}};
+             {"direction", s.direction(p.op->work.stage, p.op->work.mb)}, {"start", p.start}, {"end", p.end}};
+      if (p.op->kind == OpKind::forward_backward)
+        o["backward"] = {{"mb", p.op->other.mb}, {"stage", p.op->other.stage},
+                         {"direction", s.direction(p.op->other.stage, p.op->other.mb)}};
       ops.push_back(o);
     }
     ranks.push_back({{"bubble", t.bubble}, {"bubble_fraction", t.bubble_fraction}, {"span_bubble", t.span_bubble},
@@ -158,7 +160,8 @@ std::vector<ScheduleComparison> compare_schedules(std::int64_t pp, std::int64_t 
       // A stage holds pp/stages of one rank's share of the model, so its ops cost that much.
       double share = static_cast<double>(pp) / static_cast<double>(s.stages);
       OpCosts scaled = costs;
-      scaled.stage_scale.assign(static_cast<std::size_t>(s.stages), share);
+      scaled.per_stage.assign(static_cast<std::size_t>(s.stages),
+                              StageCosts{costs.f * share, costs.b * share, costs.w * share, costs.fb * share});
       ScheduleRun run = run_schedule(s, scaled);
       c.makespan = run.makespan;
       c.bubble = run.max_bubble();

@@ -14,10 +14,7 @@ namespace {
 
 OpCosts costs(double f, double b, double w, double fb) {
   OpCosts c;
-  c.f = f;
-  c.b = b;
-  c.w = w;
-  c.fb = fb;
+  static_cast<StageCosts&>(c) = StageCosts{f, b, w, fb};
   return c;
 }
 
@@ -218,4 +215,14 @@ TEST_CASE("the memory planner's in-flight counts equal the generated schedules' 
         CHECK(planned == static_cast<double>(peaks[static_cast<std::size_t>(r)]));
       }
     }
+}
+
+TEST_CASE("per-stage costs: GPipe is a flow shop, Σ(F_s+B_s) + (m−1)(max F + max B)") {
+  PipelineSchedule s = make_schedule(ScheduleKind::gpipe, 4, 6);
+  OpCosts c;
+  c.per_stage = {{1, 2, 0, 0}, {1.5, 2, 0, 0}, {1, 3.5, 0, 0}, {0.5, 1, 0, 0}};
+  double sum = (1 + 2) + (1.5 + 2) + (1 + 3.5) + (0.5 + 1);
+  CHECK(run_schedule(s, c).makespan == doctest::Approx(sum + 5 * (1.5 + 3.5)));
+  c.per_stage.pop_back();
+  CHECK_THROWS_WITH_AS(run_schedule(s, c), "costs given for 3 stages, but the schedule has 4", ScheduleError);
 }
