@@ -8,9 +8,6 @@ namespace plumb {
 
 namespace {
 
-// One time unit is a microsecond of simulated time: picoseconds keep six decimals exact.
-constexpr double kPicosPerUnit = 1e6;
-
 std::string describe(OpKind kind, StageWork w) {
   return fmt::format("{} of micro-batch {} on stage {}", op_kind_symbol(kind), w.mb, w.stage);
 }
@@ -118,7 +115,7 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
     compute.push_back(run.machine.add_stream(gpu, "compute"));
     links.push_back(run.machine.add_stream(gpu, "p2p"));
   }
-  auto ticks = [](double units) { return static_cast<sim::Time>(std::llround(units * kPicosPerUnit)); };
+  auto ticks = [](double units) { return static_cast<sim::Time>(std::llround(units * kPicosPerCostUnit)); };
   Slots slots(s);
   // Tasks are created rank by rank in op order, so each compute stream runs its rank's list in order.
   for (std::int64_t r = 0; r < s.ranks; ++r) {
@@ -201,7 +198,7 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
   } catch (const sim::DeadlockError& e) {
     throw ScheduleError(fmt::format("the {} schedule cannot run: {}", schedule_name(s.kind), e.what()));
   }
-  run.makespan = static_cast<double>(run.result.makespan) / kPicosPerUnit;
+  run.makespan = static_cast<double>(run.result.makespan) / kPicosPerCostUnit;
   std::vector<sim::Time> first(static_cast<std::size_t>(s.ranks), sim::kNever), last(static_cast<std::size_t>(s.ranks), 0);
   for (std::size_t t = 0; t < run.task_op.size(); ++t) {
     std::int64_t r = run.task_op[t].first;
@@ -213,10 +210,10 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
   for (std::int64_t r = 0; r < s.ranks; ++r) {
     std::size_t ri = static_cast<std::size_t>(r);
     RankTiming t;
-    t.busy = static_cast<double>(run.result.stream_busy[static_cast<std::size_t>(compute[ri])]) / kPicosPerUnit;
+    t.busy = static_cast<double>(run.result.stream_busy[static_cast<std::size_t>(compute[ri])]) / kPicosPerCostUnit;
     t.bubble = run.makespan - t.busy;
     t.bubble_fraction = run.makespan > 0 ? t.bubble / run.makespan : 0;
-    t.span = first[ri] == sim::kNever ? 0.0 : static_cast<double>(last[ri] - first[ri]) / kPicosPerUnit;
+    t.span = first[ri] == sim::kNever ? 0.0 : static_cast<double>(last[ri] - first[ri]) / kPicosPerCostUnit;
     t.span_bubble = t.span - t.busy;
     t.peak_activations = peaks[ri];
     run.ranks.push_back(t);

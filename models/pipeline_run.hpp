@@ -9,6 +9,10 @@
 
 namespace plumb {
 
+// Costs are in any unit; the engine runs one unit as a microsecond, so six decimals stay exact in
+// its integer picoseconds.
+inline constexpr double kPicosPerCostUnit = 1e6;
+
 // Costs of one stage's ops in any time unit (the results come back in the same unit). B is the full
 // backward; the zero-bubble split runs B − W for the input gradient and W for the weights. F&B is one
 // overlapped forward-and-backward pair (DualPipe).

@@ -7,8 +7,6 @@
 namespace plumb {
 namespace {
 
-constexpr double kPicosPerUnit = 1e6;  // as in pipeline_run.cpp: one cost unit is 1 µs of sim time
-
 char kind_char(OpKind k) {
   switch (k) {
     case OpKind::forward: return 'F';
@@ -43,8 +41,8 @@ std::vector<std::vector<Placed>> placed_ops(const PipelineSchedule& s, const Sch
     auto [rank, index] = run.task_op[t];
     if (rank < 0) continue;
     rows[static_cast<std::size_t>(rank)].push_back({&s.ops[static_cast<std::size_t>(rank)][index],
-                                                    static_cast<double>(run.result.start[t]) / kPicosPerUnit,
-                                                    static_cast<double>(run.result.end[t]) / kPicosPerUnit});
+                                                    static_cast<double>(run.result.start[t]) / kPicosPerCostUnit,
+                                                    static_cast<double>(run.result.end[t]) / kPicosPerCostUnit});
   }
   return rows;
 }
