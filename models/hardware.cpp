@@ -104,6 +104,7 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
     f.nics_per_node = r.integer("nics_per_node", Need::required, 0, 1024).value_or(0);
     f.nic_rate = r.quantity("nic_rate", Dimension::bandwidth, Need::required).value_or(1);
     f.nic_effective = r.quantity("nic_effective", Dimension::bandwidth, Need::optional);
+    f.nvls_allreduce_algbw = r.quantity("nvls_allreduce_algbw", Dimension::bandwidth, Need::optional);
     if (const Json* t = r.child("topology", Need::required)) {
       ObjectReader tr(*t, r.pointer("topology"), r.source());
       f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
@@ -118,6 +119,7 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
     std::vector<std::string> figures{"gpus_per_node", "nvswitch", "nics_per_node", "nic_rate", "topology"};
     if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");
     if (f.nic_effective) figures.emplace_back("nic_effective");
+    if (f.nvls_allreduce_algbw) figures.emplace_back("nvls_allreduce_algbw");
     f.sources = read_sources(r, figures);
   });
 }

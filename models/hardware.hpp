@@ -42,6 +42,7 @@ struct FabricSpec {
   std::int64_t nics_per_node = 0;
   double nic_rate = 0;                  // bytes/s line rate
   std::optional<double> nic_effective;  // bytes/s, observed
+  std::optional<double> nvls_allreduce_algbw;  // bytes/s, NVLS all-reduce algbw inside a node, observed
   FabricTopology topology;
   std::map<std::string, std::string> sources;
 };

@@ -267,6 +267,7 @@ class Engine {
         TaskId t = flow_task_[f];
         Time latency = network_->latency(f);
         network_->stop(f, now_);
+        release_stream(t);
         push(now_ + latency, t, EventKind::finish);
         break;
       }
@@ -294,12 +295,20 @@ class Engine {
       if (g_.stream(*s) == kNoStream) start(*s);
       else try_stream(g_.stream(*s));
     }
-    if (StreamId s = g_.stream(t); s != kNoStream) {
-      std::size_t si = static_cast<std::size_t>(s);
-      stream_busy_[si] += now_ - st_[t].start;
-      ++stream_pos_[si];
-      try_stream(s);
-    }
+    release_stream(t);
+  }
+
+  // The task's stream may run its next task. A transfer releases its sender's stream when its last
+  // byte has left (as NCCL pipelines sends), before the data arrives; anything else when it ends.
+  void release_stream(TaskId t) {
+    StreamId s = g_.stream(t);
+    if (s == kNoStream) return;
+    std::size_t si = static_cast<std::size_t>(s);
+    std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
+    if (pos >= stream_offset_[si + 1] || stream_tasks_[pos] != t) return;  // released already
+    stream_busy_[si] += now_ - st_[t].start;
+    ++stream_pos_[si];
+    try_stream(s);
   }
 
   // After all events of one instant: re-share SMs on GPUs whose load changed, and bandwidth.

@@ -38,7 +38,7 @@ struct SimResult {
   // let it start (kNoTask when it could start at time 0). The chain of these is the critical path.
   std::vector<TaskId> binding;
   TaskId last_finished = kNoTask;  // the task whose end closed the run (latest in event order)
-  std::vector<Time> stream_busy;  // per stream, time with a task running
+  std::vector<Time> stream_busy;  // per stream, time with a task running (a transfer: until its last byte leaves)
   std::vector<double> link_bytes; // per directed link
   std::vector<std::vector<MemorySample>> memory;  // per GPU, after every change
   std::vector<std::int64_t> peak_memory;          // per GPU
