@@ -18,7 +18,8 @@ namespace {
 using plumb::cli::Command;
 
 const std::vector<const Command*>& commands() {
-  static const std::vector<const Command*> list{&plumb::cli::memory_command(), &plumb::cli::schedule_command()};
+  static const std::vector<const Command*> list{&plumb::cli::memory_command(), &plumb::cli::schedule_command(),
+                                                &plumb::cli::collective_command()};
   return list;
 }
 

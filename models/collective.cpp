@@ -188,6 +188,7 @@ std::string_view collective_op_name(CollectiveOp op) {
 }
 
 std::string_view collective_algo_name(CollectiveAlgo a) {
+  if (a == CollectiveAlgo::point_to_point) return "p2p";
   for (const auto& [name, x] : collective_algo_names())
     if (x == a) return name;
   return "?";
@@ -259,9 +260,12 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
     }
   };
   if (op == CollectiveOp::all_to_all) {
-    if (algo != CollectiveAlgo::automatic && algo != CollectiveAlgo::ring)
+    if (algo != CollectiveAlgo::automatic)
       throw std::invalid_argument("all_to_all is point-to-point; choose auto");
-    consider(CollectiveAlgo::ring, all_to_all(bytes, g, links));
+    consider(CollectiveAlgo::point_to_point, all_to_all(bytes, g, links));
+  } else if (op == CollectiveOp::send_recv) {
+    if (g.gpus != 2) throw std::invalid_argument(fmt::format("send_recv is between 2 GPUs, not {}", g.gpus));
+    consider(CollectiveAlgo::point_to_point, ring(op, bytes, g, links, protocols));
   } else if (algo == CollectiveAlgo::automatic) {
     consider(CollectiveAlgo::ring, ring(op, bytes, g, links, protocols));
     auto optional = [&](CollectiveAlgo a, auto&& cost) {
@@ -279,7 +283,8 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
       case CollectiveAlgo::tree: consider(algo, tree(op, bytes, g, links, protocols)); break;
       case CollectiveAlgo::nvls: consider(algo, nvls(op, bytes, g, links)); break;
       case CollectiveAlgo::hierarchical: consider(algo, hierarchical(op, bytes, g, links, protocols)); break;
-      case CollectiveAlgo::automatic: break;
+      case CollectiveAlgo::automatic:
+      case CollectiveAlgo::point_to_point: break;
     }
   }
   c.algbw = bytes / c.seconds;

@@ -14,7 +14,8 @@
 namespace plumb {
 
 enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
-enum class CollectiveAlgo { automatic, ring, tree, nvls, hierarchical };
+// point_to_point is how all-to-all and send/recv run; it is not chosen, it is what they are.
+enum class CollectiveAlgo { automatic, ring, tree, nvls, hierarchical, point_to_point };
 enum class Protocol { ll, ll128, simple };
 
 std::string_view collective_op_name(CollectiveOp op);
