@@ -19,7 +19,7 @@ using plumb::cli::Command;
 
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> list{&plumb::cli::memory_command(), &plumb::cli::schedule_command(),
-                                                &plumb::cli::collective_command()};
+                                                &plumb::cli::collective_command(), &plumb::cli::ops_command()};
   return list;
 }
 

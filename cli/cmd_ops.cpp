@@ -1,0 +1,32 @@
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "models/ops_report.hpp"
+
+namespace plumb::cli {
+namespace {
+
+int run_ops(const Args& args) {
+  Job job = load_scenario(args.positional(0), args.values("--set"));
+  if (args.flag("--json")) std::cout << ops_report_json(job).dump(2) << "\n";
+  else std::cout << ops_report_table(job);
+  return kOk;
+}
+
+}  // namespace
+
+const Command& ops_command() {
+  static const Command command{
+      {"ops",
+       "plumb ops SCENARIO [--json] [--set key=value ...]",
+       "Every op of one layer per pipeline stage, as one GPU runs it for one micro-batch: FLOPs and bytes\n"
+       "of the forward, input-gradient and weight-gradient passes, roofline time at the datasheet peaks\n"
+       "(efficiency 1 until calibrated) and whether it is compute- or memory-bound.",
+       {"SCENARIO"},
+       {{"--json", "", "print stages[i].ops[j].{name, forward, input_grad, weight_grad}.{flops, bytes, time_s, bound}"},
+        {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true}}},
+      run_ops};
+  return command;
+}
+
+}  // namespace plumb::cli

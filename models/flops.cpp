@@ -1,0 +1,147 @@
+#include "models/flops.hpp"
+
+namespace plumb {
+namespace {
+
+// A GEMM over `rows` tokens from `in` to `out` features: 2·rows·in·out FLOPs per pass. Bytes: read the
+// input and the weight, write the output (the input gradient reads the output gradient and weight,
+// the weight gradient reads both activations).
+LayerOp gemm(std::string name, double rows, double in, double out, double e) {
+  double f = 2 * rows * in * out;
+  double traffic = (rows * in + in * out + rows * out) * e;
+  return {std::move(name), OpClass::gemm, {f, f, f}, {traffic, traffic, traffic}};
+}
+
+// An elementwise op reading `read` and writing `write` elements per token, in 16-bit (fp8 training
+// keeps elementwise work in bf16); no weight gradient.
+constexpr double kElementwiseBytes = 2.0;
+LayerOp elementwise(std::string name, double rows, double read, double write, double e = kElementwiseBytes) {
+  double traffic = rows * (read + write) * e;
+  return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {traffic, traffic, 0}};
+}
+
+void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
+             const std::string& prefix) {
+  double h = static_cast<double>(m.hidden);
+  if (kind == MlpKind::swiglu) {
+    ops.push_back(gemm(prefix + "gate+up projection", rows, h, 2 * f / shard, e));
+    ops.push_back(elementwise(prefix + "SwiGLU", rows, 2 * f / shard, f / shard));
+  } else {
+    ops.push_back(gemm(prefix + "up projection", rows, h, f / shard, e));
+    ops.push_back(elementwise(prefix + "GeLU", rows, f / shard, f / shard));
+  }
+  ops.push_back(gemm(prefix + "down projection", rows, f / shard, h, e));
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
+  const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
+  const AttentionSpec& a = m.attention;
+  const double heads = static_cast<double>(a.heads) / tp;
+  std::vector<LayerOp> ops;
+  ops.push_back(elementwise("attention norm", T / sp, h, h));
+  if (a.kind == AttentionKind::mla) {
+    double q_lora = static_cast<double>(a.q_lora_rank), kv_lora = static_cast<double>(a.kv_lora_rank);
+    double qk = static_cast<double>(a.qk_head_dim()), nope = static_cast<double>(a.qk_nope_head_dim);
+    if (a.q_lora_rank > 0) {
+      ops.push_back(gemm("q down-projection", T, h, q_lora, e));
+      ops.push_back(gemm("q up-projection", T, q_lora, heads * qk, e));
+    } else {
+      ops.push_back(gemm("q projection", T, h, heads * qk, e));
+    }
+    ops.push_back(gemm("kv down-projection", T, h, kv_lora + static_cast<double>(a.qk_rope_head_dim), e));
+    ops.push_back(gemm("kv up-projection", T, kv_lora, heads * (nope + static_cast<double>(a.v_head_dim)), e));
+  } else {
+    double q = heads * static_cast<double>(a.head_dim), kv = static_cast<double>(a.kv_heads) / tp * static_cast<double>(a.head_dim);
+    ops.push_back(gemm("qkv projection", T, h, q + 2 * kv, e));
+  }
+  // Scores and the weighted sum: 2·T·seq·heads·(d_qk + d_v) forward; the input gradient does twice
+  // that (Qi et al. Table 1: 4s vs 8s per sbh), the scores have no weights.
+  double score = 2 * T * c.seq * heads * static_cast<double>(a.qk_head_dim() + a.out_head_dim());
+  if (c.causal_discount) score *= 0.5;
+  double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
+  ops.push_back({"core attention", OpClass::attention, {score, 2 * score, 0}, {io, 2 * io, 0}});
+  ops.push_back(gemm("out projection", T, heads * static_cast<double>(a.out_head_dim()), h, e));
+  ops.push_back(elementwise("MLP norm", T / sp, h, h));
+  if (!m.is_moe_layer(layer)) {
+    add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "");
+    return ops;
+  }
+  const MoeSpec& moe = *m.moe;
+  double k = static_cast<double>(moe.top_k);
+  ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), e));
+  ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h));
+  // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
+  add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
+          "experts: ");
+  if (moe.shared_experts > 0)
+    add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
+            "shared expert: ");
+  ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h));
+  return ops;
+}
+
+std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden), e = c.element_bytes;
+  const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
+  const double vocab = static_cast<double>(m.vocab) / tp;
+  return {elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, e),
+          elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0)};
+}
+
+PassFlops sum_flops(const std::vector<LayerOp>& ops) {
+  PassFlops p;
+  for (const LayerOp& o : ops) {
+    if (o.cls == OpClass::memory) continue;  // elementwise work is bytes, not FLOPs, in every convention here
+    p.forward += o.flops[0];
+    p.input_grad += o.flops[1];
+    p.weight_grad += o.flops[2];
+  }
+  return p;
+}
+
+namespace {
+
+PassFlops per_token(const ModelSpec& m, double seq, bool causal, double& score_forward) {
+  OpContext c;
+  c.tokens = 1;
+  c.seq = seq;
+  c.causal_discount = causal;
+  PassFlops total;
+  score_forward = 0;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    std::vector<LayerOp> ops = layer_ops(m, l, c);
+    PassFlops p = sum_flops(ops);
+    total.forward += p.forward;
+    total.input_grad += p.input_grad;
+    total.weight_grad += p.weight_grad;
+    for (const LayerOp& o : ops)
+      if (o.cls == OpClass::attention) score_forward += o.flops[0];
+  }
+  PassFlops head = sum_flops(head_ops(m, c));
+  total.forward += head.forward;
+  total.input_grad += head.input_grad;
+  total.weight_grad += head.weight_grad;
+  return total;
+}
+
+}  // namespace
+
+double model_flops_per_token(const ModelSpec& m, double seq) {
+  double scores = 0;
+  return per_token(m, seq, false, scores).total();
+}
+
+double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal) {
+  double scores = 0;
+  PassFlops p = per_token(m, seq, causal, scores);
+  double head_forward = sum_flops(head_ops(m, OpContext{})).forward;
+  double extra = recompute == RecomputeKind::full ? p.forward - head_forward
+                 : recompute == RecomputeKind::selective ? scores
+                                                          : 0.0;
+  return p.total() + extra;
+}
+
+}  // namespace plumb

@@ -1,0 +1,54 @@
+#pragma once
+// The ops of one transformer layer (and of the LM head) with their FLOPs and bytes for the forward,
+// the input-gradient backward and the weight-gradient backward separately — zero-bubble schedules need
+// that split. Counts follow the papers' conventions: a GEMM of M×K by K×N is 2MKN FLOPs per pass;
+// attention scores are counted in full (no causal discount) for model FLOPs, as Narayanan et al. and
+// Korthikanti et al. do, while the executed count halves them for a causal flash kernel.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/model_spec.hpp"
+
+namespace plumb {
+
+enum class OpClass { gemm, attention, memory };
+
+struct LayerOp {
+  std::string name;
+  OpClass cls = OpClass::gemm;
+  std::array<double, 3> flops{};  // forward, input gradient, weight gradient
+  std::array<double, 3> bytes{};  // HBM traffic of each pass
+};
+
+// Where the ops run: `tokens` on this rank for this layer (micro-batch × sequence / cp), attention
+// over sequences of `seq` (keys per query), sharded by TP (and SP for elementwise ops) and experts by
+// EP/ETP, with `element_bytes` per activation element.
+struct OpContext {
+  double tokens = 1;
+  double seq = 1;
+  std::int64_t tp = 1, ep = 1, etp = 1, cp = 1;
+  bool sequence_parallel = false;
+  double element_bytes = 2;
+  bool causal_discount = false;  // executed FLOPs of a causal flash kernel: half the score matrix
+};
+
+std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);
+std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c);
+
+struct PassFlops {
+  double forward = 0, input_grad = 0, weight_grad = 0;
+  double total() const { return forward + input_grad + weight_grad; }
+};
+PassFlops sum_flops(const std::vector<LayerOp>& ops);
+
+// Model FLOPs of one training token (forward + backward, no recomputation, attention in full): the
+// numerator of MFU. Equals 6 × (matrix parameters a token uses) + the attention-score term.
+double model_flops_per_token(const ModelSpec& m, double seq);
+// What the GPUs execute per token: adds recomputation (full: the layers' forward again; selective:
+// the attention scores again) and, with `causal`, halves the attention-score work.
+enum class RecomputeKind { none, selective, full };
+double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal);
+
+}  // namespace plumb

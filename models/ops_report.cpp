@@ -1,0 +1,107 @@
+#include "models/ops_report.hpp"
+
+#include <fmt/format.h>
+
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+
+namespace plumb {
+namespace {
+
+// Roofline at the datasheet peaks: efficiency 1 until calibration fits it (plumb calibrate).
+struct Timed {
+  double seconds = 0;
+  bool compute_bound = true;
+};
+
+Timed roofline(const LayerOp& op, int pass, const Job& job) {
+  const GpuSpec& gpu = job.cluster.gpu;
+  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && gpu.peak_dense.count(MathDtype::fp8);
+  double peak = gpu.peak_dense.at(fp8 ? MathDtype::fp8 : MathDtype::bf16);
+  double compute = op.flops[static_cast<std::size_t>(pass)] / peak;
+  double memory = op.bytes[static_cast<std::size_t>(pass)] / gpu.hbm_bandwidth;
+  if (op.cls == OpClass::memory) return {memory, false};
+  return {std::max(compute, memory), compute >= memory};
+}
+
+OpContext context_of(const Job& job) {
+  OpContext c;
+  c.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
+  c.seq = static_cast<double>(job.training.seq_len);
+  c.tp = job.layout.tp;
+  c.ep = job.layout.ep;
+  c.etp = job.layout.etp;
+  c.cp = job.layout.cp;
+  c.sequence_parallel = job.layout.sequence_parallel;
+  c.element_bytes = job.training.fp8_gemm_inputs ? 1.0 : 2.0;
+  c.causal_discount = true;  // flash kernels skip the masked half
+  return c;
+}
+
+struct StageOps {
+  std::int64_t stage = 0;
+  std::int64_t layer = -1;  // the layer shown, −1 for a head-only stage
+  std::vector<LayerOp> ops;
+};
+
+// One layer of each stage (the first), plus the head on the last stage.
+std::vector<StageOps> stage_ops(const Job& job) {
+  std::vector<StageOps> out;
+  OpContext c = context_of(job);
+  for (const StagePlan& s : stage_plans(job)) {
+    StageOps so;
+    so.stage = s.index;
+    if (s.layers > 0) {
+      so.layer = s.first_layer;
+      so.ops = layer_ops(job.model, s.first_layer, c);
+    }
+    if (s.head)
+      for (LayerOp& op : head_ops(job.model, c)) so.ops.push_back(std::move(op));
+    out.push_back(std::move(so));
+  }
+  return out;
+}
+
+}  // namespace
+
+Json ops_report_json(const Job& job) {
+  Json stages = Json::array();
+  for (const StageOps& so : stage_ops(job)) {
+    Json ops = Json::array();
+    for (const LayerOp& op : so.ops) {
+      Json passes = Json::array();
+      for (int pass = 0; pass < 3; ++pass) {
+        Timed t = roofline(op, pass, job);
+        passes.push_back({{"flops", op.flops[static_cast<std::size_t>(pass)]}, {"bytes", op.bytes[static_cast<std::size_t>(pass)]},
+                          {"time_s", t.seconds}, {"bound", t.compute_bound ? "compute" : "memory"}});
+      }
+      ops.push_back({{"name", op.name}, {"forward", passes[0]}, {"input_grad", passes[1]}, {"weight_grad", passes[2]}});
+    }
+    stages.push_back({{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}});
+  }
+  return {{"scenario", job.name}, {"roofline", "datasheet peaks, efficiency 1 (uncalibrated)"}, {"stages", stages}};
+}
+
+std::string ops_report_table(const Job& job) {
+  OpContext c = context_of(job);
+  std::string out = fmt::format(
+      "{} — ops of one layer per stage, per micro-batch of {:.0f} tokens on one GPU ({} · TP{} EP{} · {})\n"
+      "times: roofline at the datasheet peaks, efficiency 1 until calibrated; F forward, dX input gradient, dW weight gradient\n",
+      job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision));
+  for (const StageOps& so : stage_ops(job)) {
+    out += so.layer >= 0 ? fmt::format("\nstage {} — layer {} ({})\n", so.stage, so.layer,
+                                       job.model.is_moe_layer(so.layer) ? "MoE" : "dense")
+                         : fmt::format("\nstage {} — head\n", so.stage);
+    out += fmt::format("  {:<34} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "op", "F GFLOP", "F MB", "F us", "dX us",
+                       "dW us", "total us", "bound");
+    for (const LayerOp& op : so.ops) {
+      Timed f = roofline(op, 0, job), dx = roofline(op, 1, job), dw = roofline(op, 2, job);
+      out += fmt::format("  {:<34} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, op.flops[0] / 1e9,
+                         op.bytes[0] / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
+                         (f.seconds + dx.seconds + dw.seconds) * 1e6, f.compute_bound ? "compute" : "memory");
+    }
+  }
+  return out;
+}
+
+}  // namespace plumb

@@ -1,0 +1,77 @@
+// FLOPs against the published closed forms: Qi et al.'s per-layer F/B/W, Narayanan et al. Eq. 3 (full
+// recomputation), Korthikanti et al.'s model FLOPs, and the 6N-plus-attention rule for MFU.
+#include <doctest/doctest.h>
+
+#include "models/catalogue.hpp"
+#include "models/flops.hpp"
+#include "models/model_reader.hpp"
+#include "models/param_count.hpp"
+
+using namespace plumb;
+
+namespace {
+
+ModelSpec preset(const std::string& name) {
+  Diagnostics d;
+  SourceFile src{"test", ".", &d, {}};
+  auto m = read_model(Json(name), "/model", src);
+  REQUIRE(m);
+  return *m;
+}
+
+}  // namespace
+
+TEST_CASE("a GPT layer's F, B and W FLOPs are sbh(24h+4s), sbh(24h+8s) and sbh·24h (Qi et al. Table 1)") {
+  ModelSpec m = preset("megatron-18.4b");
+  const double s = 2048, b = 4, h = static_cast<double>(m.hidden);
+  OpContext c;
+  c.tokens = s * b;
+  c.seq = s;
+  PassFlops p = sum_flops(layer_ops(m, 0, c));
+  CHECK(p.forward == doctest::Approx(s * b * h * (24 * h + 4 * s)));
+  CHECK(p.input_grad == doctest::Approx(s * b * h * (24 * h + 8 * s)));
+  CHECK(p.weight_grad == doctest::Approx(s * b * h * 24 * h));
+  // Tensor parallelism splits every GEMM and the attention heads evenly.
+  c.tp = 8;
+  CHECK(sum_flops(layer_ops(m, 0, c)).forward == doctest::Approx(s * b * h * (24 * h + 4 * s) / 8));
+}
+
+TEST_CASE("Narayanan et al. Eq. 3: with full recomputation an iteration is 96Bslh²(1 + s/6h + V/16lh) FLOPs") {
+  for (const std::string& name : catalogue_names(kModelPresets)) {
+    if (!name.starts_with("megatron-")) continue;
+    ModelSpec m = preset(name);
+    const double B = 1536, s = 2048, l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden),
+                 V = static_cast<double>(m.vocab);
+    double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+    INFO(name);
+    CHECK(B * s * hardware_flops_per_token(m, s, RecomputeKind::full, false) == doctest::Approx(eq3).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("Korthikanti et al.: model FLOPs of an iteration are 72Bslh²(1 + s/6h + V/12lh)") {
+  ModelSpec m = preset("gpt3-175b");
+  const double B = 1536, s = 2048, l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden),
+               V = static_cast<double>(m.vocab);
+  CHECK(B * s * model_flops_per_token(m, s) == doctest::Approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))));
+  // Selective recomputation re-runs only the attention scores: 4sh per layer per token.
+  CHECK(hardware_flops_per_token(m, s, RecomputeKind::selective, false) - model_flops_per_token(m, s) ==
+        doctest::Approx(4 * s * h * l));
+  // A causal flash kernel skips half of the score work.
+  CHECK(model_flops_per_token(m, s) - hardware_flops_per_token(m, s, RecomputeKind::none, true) ==
+        doctest::Approx(0.5 * 12 * s * h * l));
+}
+
+TEST_CASE("MFU's model FLOPs are 6 × the matrix parameters a token uses, plus the attention scores") {
+  for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v3"}) {
+    ModelSpec m = preset(name);
+    const double s = 4096;
+    ParamCounts p = count_params(m);
+    double scores = 0;  // 3 passes × 2·s·heads·(d_qk + d_v) per layer
+    for (std::int64_t l = 0; l < m.layers; ++l)
+      scores += 6 * s * static_cast<double>(m.attention.heads * (m.attention.qk_head_dim() + m.attention.out_head_dim()));
+    // Activated parameters minus the embedding lookup (no FLOPs) and the norms/router biases (negligible).
+    double matrix = p.activated - p.embedding;
+    INFO(name);
+    CHECK(model_flops_per_token(m, s) == doctest::Approx(6 * matrix + scores).epsilon(0.001));
+  }
+}
