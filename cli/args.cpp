@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/diagnostics.hpp"
 
@@ -91,6 +92,12 @@ std::string help_text(const CommandSpec& spec) {
   }
   text += fmt::format("  {:<22} {}\n", "--help", "show this help");
   return text;
+}
+
+std::string unknown_word_message(const std::string& option, const std::string& word, const std::vector<std::string>& words) {
+  std::string hint = nearest_word(word, words);
+  return fmt::format("{} \"{}\" is not one of {}{}", option, word, fmt::join(words, ", "),
+                     hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint));
 }
 
 bool wants_help(const std::vector<std::string>& argv) {

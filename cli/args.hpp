@@ -48,4 +48,16 @@ class Args {
 std::string help_text(const CommandSpec& spec);
 bool wants_help(const std::vector<std::string>& argv);
 
+// The value of `word` in `words`; otherwise a UsageError naming `option`, the choices and the nearest.
+std::string unknown_word_message(const std::string& option, const std::string& word, const std::vector<std::string>& words);
+template <class E>
+E choose(const std::string& option, const std::string& word, const std::vector<std::pair<std::string, E>>& words) {
+  std::vector<std::string> names;
+  for (const auto& [name, value] : words) {
+    if (name == word) return value;
+    names.push_back(name);
+  }
+  throw UsageError(unknown_word_message(option, word, names));
+}
+
 }  // namespace plumb::cli

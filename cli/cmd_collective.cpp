@@ -9,18 +9,6 @@
 namespace plumb::cli {
 namespace {
 
-template <class E>
-E word_choice(const std::string& option, const std::string& word, const std::vector<std::pair<std::string, E>>& words) {
-  std::vector<std::string> names;
-  for (const auto& [name, value] : words) {
-    if (name == word) return value;
-    names.push_back(name);
-  }
-  std::string hint = nearest_word(word, names);
-  throw UsageError(fmt::format("{} \"{}\" is not one of {}{}", option, word, fmt::join(names, ", "),
-                               hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint)));
-}
-
 // --cluster: a fabric profile (name or file, with --gpu) or a cluster file {gpu, nodes, fabric}.
 std::pair<GpuSpec, FabricSpec> hardware(const Args& args) {
   Diagnostics diagnostics;
@@ -54,11 +42,11 @@ double parse_bytes(const std::string& text) {
 
 int run_collective(const Args& args) {
   auto [gpu, fabric] = hardware(args);
-  CollectiveOp op = word_choice("--op", args.value("--op", "all_reduce"), collective_op_names());
-  CollectiveAlgo algo = word_choice("--algo", args.value("--algo", "auto"), collective_algo_names());
+  CollectiveOp op = choose("--op", args.value("--op", "all_reduce"), collective_op_names());
+  CollectiveAlgo algo = choose("--algo", args.value("--algo", "auto"), collective_algo_names());
   std::optional<Protocol> protocol;
   if (args.flag("--proto"))
-    protocol = word_choice("--proto", args.value("--proto"),
+    protocol = choose("--proto", args.value("--proto"),
                            std::vector<std::pair<std::string, Protocol>>{{"LL", Protocol::ll}, {"LL128", Protocol::ll128}, {"Simple", Protocol::simple}});
   std::int64_t gpus = args.integer("--gpus", fabric.gpus_per_node, 1, 1'000'000);
   std::int64_t nodes = args.integer("--nodes", (gpus + fabric.gpus_per_node - 1) / fabric.gpus_per_node, 1, 1'000'000);

@@ -17,17 +17,6 @@ void write_file(const std::string& path, const std::string& text) {
 
 namespace {
 
-ScheduleKind schedule_kind(const std::string& name) {
-  std::vector<std::string> names{"zb-auto"};
-  for (const auto& [word, kind] : schedule_names()) {
-    if (word == name) return kind;
-    names.push_back(word);
-  }
-  std::string hint = nearest_word(name, names);
-  throw UsageError(fmt::format("unknown schedule \"{}\"{}; choose one of {}", name,
-                               hint.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", hint), fmt::join(names, ", ")));
-}
-
 int run_schedule_command(const Args& args) {
   OpCosts costs;
   costs.f = args.number("--f", 1, 0, 1e12);
@@ -67,7 +56,7 @@ int run_schedule_command(const Args& args) {
     z.memory_limit.assign(static_cast<std::size_t>(pp), args.integer("--memory-limit", pp, 1, 1'000'000));
     s = automatic_zero_bubble(ScheduleKind::zb_h1, pp, m, z);
   } else {
-    ScheduleKind kind = schedule_kind(name);
+    ScheduleKind kind = choose("--schedule", name, schedule_names());
     s = make_schedule(kind, pp, m, vp == 0 ? (kind == ScheduleKind::interleaved ? 2 : 1) : vp);
   }
   ScheduleRun run = run_schedule(s, costs);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "catalogue_fixtures.hpp"
 #include "models/collective.hpp"
 #include "sim/engine.hpp"
 
@@ -11,15 +12,7 @@ using namespace plumb;
 
 namespace {
 
-CollectiveLinks links(const char* gpu, const char* fabric) {
-  Diagnostics d;
-  SourceFile src{"test", ".", &d, {}};
-  auto g = read_gpu(Json(gpu), "", src);
-  auto f = read_fabric(Json(fabric), "", src);
-  REQUIRE(g);
-  REQUIRE(f);
-  return CollectiveLinks::of(*g, *f);
-}
+CollectiveLinks links(const char* gpu, const char* fabric) { return CollectiveLinks::of(test::gpu(gpu), test::fabric(fabric)); }
 
 constexpr double GiB = 1073741824.0;
 

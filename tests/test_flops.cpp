@@ -2,6 +2,7 @@
 // recomputation), Korthikanti et al.'s model FLOPs, and the 6N-plus-attention rule for MFU.
 #include <doctest/doctest.h>
 
+#include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/flops.hpp"
 #include "models/model_reader.hpp"
@@ -9,20 +10,10 @@
 
 using namespace plumb;
 
-namespace {
-
-ModelSpec preset(const std::string& name) {
-  Diagnostics d;
-  SourceFile src{"test", ".", &d, {}};
-  auto m = read_model(Json(name), "/model", src);
-  REQUIRE(m);
-  return *m;
-}
-
-}  // namespace
+using test::model;
 
 TEST_CASE("a GPT layer's F, B and W FLOPs are sbh(24h+4s), sbh(24h+8s) and sbh·24h (Qi et al. Table 1)") {
-  ModelSpec m = preset("megatron-18.4b");
+  ModelSpec m = model("megatron-18.4b");
   const double s = 2048, b = 4, h = static_cast<double>(m.hidden);
   OpContext c;
   c.tokens = s * b;
@@ -39,7 +30,7 @@ TEST_CASE("a GPT layer's F, B and W FLOPs are sbh(24h+4s), sbh(24h+8s) and sbh·
 TEST_CASE("Narayanan et al. Eq. 3: with full recomputation an iteration is 96Bslh²(1 + s/6h + V/16lh) FLOPs") {
   for (const std::string& name : catalogue_names(kModelPresets)) {
     if (!name.starts_with("megatron-")) continue;
-    ModelSpec m = preset(name);
+    ModelSpec m = model(name);
     const double B = 1536, s = 2048, l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden),
                  V = static_cast<double>(m.vocab);
     double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
@@ -49,7 +40,7 @@ TEST_CASE("Narayanan et al. Eq. 3: with full recomputation an iteration is 96Bsl
 }
 
 TEST_CASE("Korthikanti et al.: model FLOPs of an iteration are 72Bslh²(1 + s/6h + V/12lh)") {
-  ModelSpec m = preset("gpt3-175b");
+  ModelSpec m = model("gpt3-175b");
   const double B = 1536, s = 2048, l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden),
                V = static_cast<double>(m.vocab);
   CHECK(B * s * model_flops_per_token(m, s) == doctest::Approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))));
@@ -63,7 +54,7 @@ TEST_CASE("Korthikanti et al.: model FLOPs of an iteration are 72Bslh²(1 + s/6h
 
 TEST_CASE("MFU's model FLOPs are 6 × the matrix parameters a token uses, plus the attention scores") {
   for (const char* name : {"llama3-8b", "mixtral-8x7b", "deepseek-v3"}) {
-    ModelSpec m = preset(name);
+    ModelSpec m = model(name);
     const double s = 4096;
     ParamCounts p = count_params(m);
     double scores = 0;  // 3 passes × 2·s·heads·(d_qk + d_v) per layer

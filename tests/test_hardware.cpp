@@ -2,30 +2,14 @@
 // profiles agree with the published figures in shared/reference/published.md.
 #include <doctest/doctest.h>
 
+#include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/hardware.hpp"
 
 using namespace plumb;
 
-namespace {
-
-GpuSpec gpu(const std::string& name) {
-  Diagnostics d;
-  SourceFile src{"test", ".", &d, {}};
-  auto g = read_gpu(Json(name), "/gpu", src);
-  if (!g) FAIL(d.list().front().to_string());
-  return *g;
-}
-
-FabricSpec fabric(const std::string& name) {
-  Diagnostics d;
-  SourceFile src{"test", ".", &d, {}};
-  auto f = read_fabric(Json(name), "/fabric", src);
-  if (!f) FAIL(d.list().front().to_string());
-  return *f;
-}
-
-}  // namespace
+using test::fabric;
+using test::gpu;
 
 TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   auto names = catalogue_names(kGpuProfiles);

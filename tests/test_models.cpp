@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/model_reader.hpp"
 #include "models/param_count.hpp"
@@ -11,14 +12,6 @@
 using namespace plumb;
 
 namespace {
-
-ModelSpec load_model(const std::string& ref) {
-  Diagnostics d;
-  SourceFile src{"test", data_dir() / "scenarios", &d, {}};
-  auto m = read_model(Json(ref), "/model", src);
-  if (!m) FAIL(d.list().front().to_string());
-  return *m;
-}
 
 ModelSpec load_hf(const std::string& folder) {
   Diagnostics d;
@@ -52,7 +45,7 @@ TEST_CASE("every bundled preset matches its published parameter counts") {
   std::vector<std::string> names = catalogue_names(kModelPresets);
   REQUIRE(names.size() >= 18);
   for (const std::string& name : names) {
-    ModelSpec m = load_model(name);
+    ModelSpec m = test::model(name);
     CHECK(m.name == name);
     ParamCounts c = count_params(m);
     REQUIRE_MESSAGE(m.published.total_params.has_value(), name << " has no published total");
@@ -63,19 +56,19 @@ TEST_CASE("every bundled preset matches its published parameter counts") {
 }
 
 TEST_CASE("named totals: DeepSeek-V3 671B/37B, Llama 3 405B, GPT-3 175B") {
-  ParamCounts ds = count_params(load_model("deepseek-v3"));
+  ParamCounts ds = count_params(test::model("deepseek-v3"));
   CHECK(ds.total == doctest::Approx(671e9).epsilon(0.01));
   CHECK(ds.activated == doctest::Approx(37e9).epsilon(0.02));  // "37B" carries two digits; 37.55B computed
   // The MTP module (one MoE block + 2h² projection + norms) is outside the 671B, as DeepSeek counts.
   CHECK(ds.mtp == doctest::Approx(11.6e9).epsilon(0.01));
-  CHECK(count_params(load_model("llama3-405b")).total == doctest::Approx(405e9).epsilon(0.01));
-  CHECK(count_params(load_model("gpt3-175b")).total == doctest::Approx(175e9).epsilon(0.01));
+  CHECK(count_params(test::model("llama3-405b")).total == doctest::Approx(405e9).epsilon(0.01));
+  CHECK(count_params(test::model("gpt3-175b")).total == doctest::Approx(175e9).epsilon(0.01));
 }
 
 TEST_CASE("GPT presets follow Megatron-LM Eq. 2 exactly (plus the final LayerNorm it omits)") {
   for (const std::string& name : catalogue_names(kModelPresets)) {
     if (!name.starts_with("megatron-") && name != "gpt3-175b") continue;
-    ModelSpec m = load_model(name);
+    ModelSpec m = test::model(name);
     double l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden);
     double V = static_cast<double>(m.vocab), s = static_cast<double>(m.max_seq);
     double eq2 = 12 * l * h * h * (1 + 13 / (12 * h) + (V + s) / (12 * l * h));
@@ -100,7 +93,7 @@ TEST_CASE("Hugging Face configs give the same architecture as the presets") {
   }
   SUBCASE("DeepSeek-V3 config equals the preset") {
     ParamCounts hf = count_params(load_hf("deepseek-v3"));
-    ParamCounts preset = count_params(load_model("deepseek-v3"));
+    ParamCounts preset = count_params(test::model("deepseek-v3"));
     CHECK(hf.total == preset.total);
     CHECK(hf.activated == preset.activated);
     CHECK(hf.mtp == preset.mtp);
@@ -117,7 +110,7 @@ TEST_CASE("an unsupported Hugging Face family is a clear error") {
 }
 
 TEST_CASE("MLA layer parameters follow DeepSeek-V3's projection shapes") {
-  ModelSpec m = load_model("deepseek-v3");
+  ModelSpec m = test::model("deepseek-v3");
   LayerParams p = layer_params(m, 0);
   // W^DQ 7168×1536 + W^UQ 1536×(128·192) + W^DKV,KR 7168×576 + W^UK,UV 512×(128·256) + W^O (128·128)×7168 + 2 norms
   double expected = 7168.0 * 1536 + 1536.0 * 128 * 192 + 7168.0 * 576 + 512.0 * 128 * 256 + 128.0 * 128 * 7168 + 1536 + 512;
