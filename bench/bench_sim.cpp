@@ -2,6 +2,7 @@
 // network cost per max-min rate update for 10,000 flows on a 1,024-GPU fat tree and a 256-GPU
 // all-to-all.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include "sim/engine.hpp"
 
@@ -15,8 +16,8 @@ constexpr double kEngineBytesPerTask = 32;  // TaskState in sim/engine.cpp
 Machine gpus(int count, int streams_per_gpu) {
   Machine m;
   for (int g = 0; g < count; ++g) {
-    std::int32_t gpu = m.add_gpu("gpu" + std::to_string(g), 132);
-    for (int s = 0; s < streams_per_gpu; ++s) m.add_stream(gpu, "s" + std::to_string(s));
+    std::int32_t gpu = m.add_gpu(fmt::format("gpu{}", g), 132);
+    for (int s = 0; s < streams_per_gpu; ++s) m.add_stream(gpu, fmt::format("s{}", s));
   }
   return m;
 }
@@ -92,7 +93,7 @@ void run_flows(benchmark::State& state, int nodes, const std::vector<std::pair<i
   TaskGraph g;
   // Each sender's transfers go on its one stream in order; give each flow its own stream so all run at once.
   Machine wide;
-  for (int i = 0; i < nodes * 8; ++i) wide.add_gpu("gpu" + std::to_string(i), 132, t.gpus()[static_cast<std::size_t>(i)]);
+  for (int i = 0; i < nodes * 8; ++i) wide.add_gpu(fmt::format("gpu{}", i), 132, t.gpus()[static_cast<std::size_t>(i)]);
   for (const auto& [src, dst] : pairs) {
     StreamId s = wide.add_stream(src, "flow");
     g.add_transfer("flow", s, t.gpus()[static_cast<std::size_t>(src)], t.gpus()[static_cast<std::size_t>(dst)], 64e6);
