@@ -293,3 +293,42 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
 }
 
 }  // namespace plumb
+
+namespace plumb {
+
+CollectiveLinks shared_links(const CollectiveLinks& links, int concurrent) {
+  if (concurrent < 1) throw std::invalid_argument("at least one collective shares the links");
+  CollectiveLinks l = links;
+  double c = static_cast<double>(concurrent);
+  l.nvlink /= c;
+  l.network /= c;
+  if (l.nvls_algbw) *l.nvls_algbw /= c;
+  return l;
+}
+
+DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& g, const CollectiveLinks& l) {
+  if (g.gpus < 1 || g.nodes < 1 || g.gpus % g.nodes != 0)
+    throw std::invalid_argument(fmt::format("an EP group of {} GPUs cannot spread evenly over {} nodes", g.gpus, g.nodes));
+  const double nodes = static_cast<double>(g.nodes), per_node = static_cast<double>(g.per_node());
+  const double k = static_cast<double>(d.top_k);
+  // Nodes a token reaches: node-limited routing picks min(M, N) of them; otherwise every node that
+  // holds one of k experts chosen uniformly: N·(1 − (1 − 1/N)^k). One of them is its own with
+  // probability (nodes reached)/N, and that one costs no network hop.
+  double reached = d.max_nodes > 0 ? std::min(static_cast<double>(d.max_nodes), nodes)
+                                   : nodes * (1 - std::pow(1 - 1 / nodes, k));
+  double remote = reached * (1 - 1 / nodes);
+  // Every expert copy then moves over NVLink unless its expert sits on the GPU it arrived at.
+  double forwarded = k * (1 - 1 / per_node);
+  DispatchCost c;
+  c.network_bytes = d.tokens * d.bytes_per_token * remote;
+  c.nvlink_bytes = d.tokens * d.bytes_per_token * forwarded;
+  double t_net = g.nodes > 1 ? c.network_bytes / l.network : 0.0;
+  double t_nvl = per_node > 1 ? c.nvlink_bytes / l.nvlink : 0.0;
+  c.network_bound = t_net >= t_nvl;
+  // Network and NVLink stages pipeline (DeepSeek's kernels forward chunks as they arrive): the slower sets the pace.
+  std::size_t s = index(Protocol::simple);
+  c.seconds = (kRingBase[s] + (g.nodes > 1 ? kRingNetHop[s] : 0.0) + kRingNvlinkHop[s]) * kMicro + std::max(t_net, t_nvl);
+  return c;
+}
+
+}  // namespace plumb

@@ -60,3 +60,30 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
                                std::optional<Protocol> protocol = std::nullopt);
 
 }  // namespace plumb
+
+namespace plumb {
+
+// Collectives that run at the same time on the same GPUs share their links (max-min fair, as the
+// flow-level network shares them): each sees 1/`concurrent` of NVLink and of the NICs.
+CollectiveLinks shared_links(const CollectiveLinks& links, int concurrent);
+
+// MoE dispatch (or combine) within an EP group, DeepSeek-V3 style (report §3.2.2): a token crosses
+// the network once per target node — to the GPU with its own in-node index — and is forwarded over
+// NVLink to the GPUs holding its experts. With node-limited routing each token reaches at most
+// `max_nodes` nodes (DeepSeek-V3: 4); 0 means unlimited, where a token reaches every node holding one
+// of its top-k experts (uniform routing).
+struct DispatchShape {
+  double tokens = 0;           // tokens each GPU sends
+  double bytes_per_token = 0;  // hidden × element size
+  std::int64_t top_k = 8;
+  std::int64_t max_nodes = 0;
+};
+struct DispatchCost {
+  double seconds = 0;
+  double network_bytes = 0;  // per GPU
+  double nvlink_bytes = 0;   // per GPU
+  bool network_bound = true;
+};
+DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& ep_group, const CollectiveLinks& links);
+
+}  // namespace plumb

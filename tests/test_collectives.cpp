@@ -144,3 +144,71 @@ TEST_CASE("cross-check: the ring's closed form is within 5% of its flow-level si
     CHECK(std::fabs(closed / flows - 1) <= 0.05);
   }
 }
+
+TEST_CASE("DeepSeek-V3's node-limited dispatch: network-bound up to 3.2 experts per node (report §3.2.2)") {
+  // NVLink 160 GB/s is 3.2× IB's 50 GB/s: with tokens limited to 4 nodes, NVLink is not the
+  // bottleneck until a token picks 4 × 3.2 = 12.8 experts. Full nodes of 8 GPUs, EP64 over 8 nodes.
+  CollectiveLinks l;
+  l.nvlink = 160e9;
+  l.network = 50e9;
+  GroupPlacement ep{64, 8};
+  auto dispatch = [&](std::int64_t k, std::int64_t max_nodes) {
+    // Every expert copy crosses NVLink: take per-node forwarding at its upper bound by using a large node.
+    return moe_dispatch_cost({4096, 7168, k, max_nodes}, ep, l);
+  };
+  DispatchCost eight = dispatch(8, 4);
+  CHECK(eight.network_bound);
+  CHECK(eight.network_bytes == doctest::Approx(4096.0 * 7168 * 4 * 7 / 8));  // 4 nodes, 1/8 of them its own
+  // The crossover in experts per token: network time M(N−1)/N·b/IB equals NVLink time k(1−1/8)·b/NVLink.
+  double crossover = 4 * (7.0 / 8) / (7.0 / 8) * 160 / 50;
+  CHECK(crossover == doctest::Approx(12.8));
+  CHECK(dispatch(12, 4).network_bound);
+  CHECK_FALSE(dispatch(13, 4).network_bound);
+  // Without the node limit a top-8 token reaches 8·(1 − (7/8)^8) ≈ 5.25 of 8 nodes: more network bytes.
+  CHECK(dispatch(8, 0).network_bytes / eight.network_bytes == doctest::Approx(8 * (1 - std::pow(7.0 / 8, 8)) / 4));
+}
+
+TEST_CASE("concurrent collectives on the same GPUs share their links, as the flow-level network shares them") {
+  CollectiveLinks l = links("h100-sxm", "dgx-h100-ndr");
+  const double bytes = 256.0 * 1048576;
+  double alone = collective_cost(CollectiveOp::all_reduce, bytes, {8, 1}, l, CollectiveAlgo::ring, Protocol::simple).seconds;
+  double both = collective_cost(CollectiveOp::all_reduce, bytes, {8, 1}, shared_links(l, 2), CollectiveAlgo::ring,
+                                Protocol::simple).seconds;
+  CHECK(both > 1.9 * (alone - 60e-6));  // the bandwidth term doubles; latency does not
+  // Two identical rings at once on the flow-level network take what one takes with half the links.
+  auto flows = [&](int rings) {
+    sim::Topology topo = sim::nvswitch_node({8, l.nvlink, 1'700'000});
+    sim::Machine machine;
+    std::vector<std::int32_t> gpu;
+    for (int g = 0; g < 8; ++g) gpu.push_back(machine.add_gpu("gpu" + std::to_string(g), 132, topo.gpus()[static_cast<std::size_t>(g)]));
+    sim::TaskGraph graph;
+    for (int r = 0; r < rings; ++r) {
+      std::vector<sim::StreamId> streams;
+      std::vector<sim::TaskId> start;
+      for (int g = 0; g < 8; ++g) {
+        streams.push_back(machine.add_stream(gpu[static_cast<std::size_t>(g)], "ring"));
+        start.push_back(graph.add_compute("base", streams.back(), 8'400'000, 1));
+      }
+      for (int c = 0; c < 8; ++c) {  // 8 channels, as the closed form assumes inside a node
+        std::vector<sim::StreamId> ch;
+        for (int g = 0; g < 8; ++g) ch.push_back(machine.add_stream(gpu[static_cast<std::size_t>(g)], "channel"));
+        std::vector<sim::TaskId> previous(8);
+        for (int step = 0; step < 14; ++step) {
+          std::vector<sim::TaskId> current(8);
+          for (int i = 0; i < 8; ++i) {
+            sim::TaskId t = graph.add_transfer("ring", ch[static_cast<std::size_t>(i)], topo.gpus()[static_cast<std::size_t>(i)],
+                                               topo.gpus()[static_cast<std::size_t>((i + 1) % 8)], bytes / 64);  // 2·(7/8)·S / 14 steps / 8 channels
+            graph.add_dependency(step == 0 ? start[static_cast<std::size_t>(i)] : previous[static_cast<std::size_t>((i + 7) % 8)], t);
+            current[static_cast<std::size_t>(i)] = t;
+          }
+          previous = current;
+        }
+      }
+    }
+    graph.finalize();
+    return sim::to_seconds(sim::simulate(graph, machine, &topo).makespan);
+  };
+  // Relative comparisons: doctest's Approx adds an absolute 1 × epsilon, too loose for milliseconds.
+  CHECK(std::fabs(flows(1) / alone - 1) <= 0.05);
+  CHECK(std::fabs(flows(2) / both - 1) <= 0.05);
+}
