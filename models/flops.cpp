@@ -91,6 +91,17 @@ std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
           elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0)};
 }
 
+std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(c.tp);
+  const double sp = c.sequence_parallel ? tp : 1.0;
+  std::vector<LayerOp> ops{elementwise("MTP norms", c.tokens / sp, 2 * h, 2 * h), gemm("MTP projection", c.tokens, 2 * h, h / tp, c.element_bytes)};
+  for (LayerOp& op : head_ops(m, c)) {
+    op.name = "MTP " + op.name;
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
 PassFlops sum_flops(const std::vector<LayerOp>& ops) {
   PassFlops p;
   for (const LayerOp& o : ops) {
@@ -137,11 +148,16 @@ double model_flops_per_token(const ModelSpec& m, double seq) {
 double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal) {
   double scores = 0;
   PassFlops p = per_token(m, seq, causal, scores);
-  double head_forward = sum_flops(head_ops(m, OpContext{})).forward;
+  OpContext c;
+  c.seq = seq;
+  c.causal_discount = causal;
+  double head_forward = sum_flops(head_ops(m, c)).forward;
   double extra = recompute == RecomputeKind::full ? p.forward - head_forward
                  : recompute == RecomputeKind::selective ? scores
                                                           : 0.0;
-  return p.total() + extra;
+  double mtp = static_cast<double>(m.mtp_depth) *
+               (sum_flops(layer_ops(m, m.layers - 1, c)).total() + sum_flops(mtp_extra_ops(m, c)).total());
+  return p.total() + extra + mtp;
 }
 
 }  // namespace plumb

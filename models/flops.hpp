@@ -36,6 +36,9 @@ struct OpContext {
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);
 std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c);
+// One multi-token-prediction module beyond its transformer layer (DeepSeek-V3 §2.2): the two input
+// norms, the 2h→h projection, and its pass through the shared head.
+std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c);
 
 struct PassFlops {
   double forward = 0, input_grad = 0, weight_grad = 0;
@@ -46,8 +49,9 @@ PassFlops sum_flops(const std::vector<LayerOp>& ops);
 // Model FLOPs of one training token (forward + backward, no recomputation, attention in full): the
 // numerator of MFU. Equals 6 × (matrix parameters a token uses) + the attention-score term.
 double model_flops_per_token(const ModelSpec& m, double seq);
-// What the GPUs execute per token: adds recomputation (full: the layers' forward again; selective:
-// the attention scores again) and, with `causal`, halves the attention-score work.
+// What the GPUs execute per token: adds the MTP modules (outside the MFU convention, as DeepSeek
+// counts 37B activated without them), recomputation (full: the layers' forward again; selective: the
+// attention scores again) and, with `causal`, halves the attention-score work.
 enum class RecomputeKind { none, selective, full };
 double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal);
 

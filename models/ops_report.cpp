@@ -55,6 +55,8 @@ std::vector<StageOps> stage_ops(const Job& job) {
       so.layer = s.first_layer;
       so.ops = layer_ops(job.model, s.first_layer, c);
     }
+    for (std::int64_t k = 0; k < s.mtp_modules; ++k)
+      for (LayerOp& op : mtp_extra_ops(job.model, c)) so.ops.push_back(std::move(op));
     if (s.head)
       for (LayerOp& op : head_ops(job.model, c)) so.ops.push_back(std::move(op));
     out.push_back(std::move(so));

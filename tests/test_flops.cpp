@@ -66,3 +66,13 @@ TEST_CASE("MFU's model FLOPs are 6 × the matrix parameters a token uses, plus t
     CHECK(model_flops_per_token(m, s) == doctest::Approx(6 * matrix + scores).epsilon(0.001));
   }
 }
+
+TEST_CASE("DeepSeek-V3's MTP module is executed but outside MFU's model FLOPs") {
+  ModelSpec m = model("deepseek-v3");
+  const double s = 4096, h = static_cast<double>(m.hidden), V = static_cast<double>(m.vocab);
+  OpContext c;
+  c.seq = s;
+  // One more MoE layer, the 2h→h projection and another pass through the head, forward and backward.
+  double mtp = sum_flops(layer_ops(m, m.layers - 1, c)).total() + 3 * (2 * 2 * h * h) + 3 * (2 * h * V);
+  CHECK(hardware_flops_per_token(m, s, RecomputeKind::none, false) - model_flops_per_token(m, s) == doctest::Approx(mtp));
+}
