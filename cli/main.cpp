@@ -26,8 +26,8 @@ const std::vector<const Command*>& commands() {
 std::string top_help() {
   std::string text =
       "usage: plumb <command> [options]\n\n"
-      "plumb predicts how a large-model training job behaves on a GPU cluster: memory per rank today;\n"
-      "step time, MFU, bubbles, communication and cost to train as the simulator lands.\n\ncommands:\n";
+      "plumb predicts how a large-model training job behaves on a GPU cluster: memory per stage, pipeline\n"
+      "schedules on a discrete-event engine, collectives over the topology, and the ops of each layer.\n\ncommands:\n";
   for (const Command* c : commands()) text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage);
   text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";
   text += "\nexit codes: 0 ok, 2 bad input, 3 infeasible (e.g. does not fit), 70 internal error\n";
