@@ -28,7 +28,8 @@ std::string top_help() {
       "usage: plumb <command> [options]\n\n"
       "plumb predicts how a large-model training job behaves on a GPU cluster: memory per stage, pipeline\n"
       "schedules on a discrete-event engine, collectives over the topology, and the ops of each layer.\n\ncommands:\n";
-  for (const Command* c : commands()) text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage);
+  for (const Command* c : commands())  // first usage line only; `plumb <command> --help` has the rest
+    text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage.substr(0, c->spec.usage.find('\n')));
   text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";
   text += "\nexit codes: 0 ok, 2 bad input, 3 infeasible (e.g. does not fit), 70 internal error\n";
   return text;
