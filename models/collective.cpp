@@ -28,18 +28,9 @@ constexpr double kMicro = 1e-6;
 
 std::size_t index(Protocol p) { return static_cast<std::size_t>(p); }
 
-// Data each GPU sends, as a multiple of the buffer, for a ring-style algorithm.
-double ring_volume(CollectiveOp op, double n) {
-  switch (op) {
-    case CollectiveOp::all_reduce: return 2.0 * (n - 1) / n;
-    case CollectiveOp::reduce_scatter:
-    case CollectiveOp::all_gather:
-    case CollectiveOp::all_to_all: return (n - 1) / n;
-    case CollectiveOp::broadcast:
-    case CollectiveOp::send_recv: return 1.0;
-  }
-  return 1.0;
-}
+// Data each GPU sends, as a multiple of the buffer, for a ring-style algorithm: exactly nccl-tests'
+// bus factor, which is defined so that busbw is that traffic over the time.
+double ring_volume(CollectiveOp op, std::int64_t n) { return bus_factor(op, n); }
 
 // Ring steps a collective takes (each crossing one hop); all-reduce is a reduce-scatter then an all-gather.
 double ring_steps(CollectiveOp op, double n) {
@@ -78,7 +69,7 @@ double ring_bandwidth(const GroupPlacement& g, const CollectiveLinks& l) {
 Candidate ring(CollectiveOp op, double bytes, const GroupPlacement& g, const CollectiveLinks& l, const Protocols& protocols) {
   const double n = static_cast<double>(g.gpus), nodes = static_cast<double>(g.nodes);
   const double steps = ring_steps(op, n);
-  const double per_step = ring_volume(op, n) * bytes / steps;  // bytes one GPU sends per step, all channels
+  const double per_step = ring_volume(op, g.gpus) * bytes / steps;  // bytes one GPU sends per step, all channels
   const double channels = g.nodes > 1 ? static_cast<double>(g.per_node()) : 1.0;
   const double chunk = per_step / channels;
   // Inside a node a GPU's NVLink carries its channels except the one leaving through its NIC.
@@ -110,7 +101,6 @@ Candidate ring(CollectiveOp op, double bytes, const GroupPlacement& g, const Col
 Candidate tree(CollectiveOp op, double bytes, const GroupPlacement& g, const CollectiveLinks& l, const Protocols& protocols) {
   if (op != CollectiveOp::all_reduce && op != CollectiveOp::broadcast)
     throw std::invalid_argument(fmt::format("the tree algorithm runs all_reduce and broadcast, not {}", collective_op_name(op)));
-  double n = static_cast<double>(g.gpus);
   double bw = ring_bandwidth(g, l);
   double depth = std::ceil(std::log2(static_cast<double>(g.nodes)));
   double passes = op == CollectiveOp::all_reduce ? 2.0 : 1.0;  // reduce up, broadcast down
@@ -118,7 +108,7 @@ Candidate tree(CollectiveOp op, double bytes, const GroupPlacement& g, const Col
   for (Protocol p : protocols) {
     std::size_t i = index(p);
     double lat = kTreeBase[i] + passes * (static_cast<double>(g.per_node() - 1) * kTreeNvlinkHop[i] + depth * kTreeNetHop[i]);
-    double t = lat * kMicro + ring_volume(op, n) * bytes / (bw * kProtocolShare[i]);
+    double t = lat * kMicro + ring_volume(op, g.gpus) * bytes / (bw * kProtocolShare[i]);
     if (t < best.seconds) best = {t, p};
   }
   return best;
