@@ -22,6 +22,13 @@ std::map<std::string, std::string> read_sources(ObjectReader& r, const std::vect
   return sources;
 }
 
+// A row's from_flops: a plain number or a count like "1G"; zero is allowed (the first row starts at 0).
+double read_quantity_or_zero(ObjectReader& row) {
+  const Json* v = row.child("from_flops", Need::required);
+  if (v && v->is_number() && v->get<double>() == 0.0) return 0.0;
+  return v ? read_quantity(*v, Dimension::count, row.pointer("from_flops"), row.source()).value_or(0.0) : 0.0;
+}
+
 // A catalogue name, a path, or an inline object: the file is loaded into `doc`, and `file`
 // becomes the source errors are reported against.
 const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
@@ -63,6 +70,13 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 
 }  // namespace
 
+double GpuSpec::gemm_efficiency_at(double flops) const {
+  double e = 1.0;
+  for (const auto& [from, efficiency] : gemm_efficiency)
+    if (flops >= from) e = efficiency;
+  return e;
+}
+
 std::string_view math_dtype_name(MathDtype d) {
   switch (d) {
     case MathDtype::fp32: return "fp32";
@@ -90,8 +104,24 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
         if (auto rate = pr.quantity(math_dtype_name(d), Dimension::flop_rate, need)) g.peak_dense[d] = *rate;
       }
     }
-    g.sources = read_sources(r, {"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
-                                 "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"});
+    if (const Json* table = r.child("gemm_efficiency", Need::optional)) {
+      std::string at = r.pointer("gemm_efficiency");
+      if (!table->is_array() || table->empty())
+        r.error("gemm_efficiency", "expected a list of {\"from_flops\": ..., \"efficiency\": ...} rows");
+      else
+        for (std::size_t i = 0; i < table->size(); ++i) {
+          ObjectReader row((*table)[i], json_pointer_append(at, std::to_string(i)), r.source());
+          double from = row.child("from_flops", Need::required) ? read_quantity_or_zero(row) : 0.0;
+          double efficiency = row.number("efficiency", Need::required, 0.01, 1.0).value_or(1.0);
+          if (!g.gemm_efficiency.empty() && from <= g.gemm_efficiency.back().first)
+            row.error("from_flops", "rows must rise in from_flops");
+          g.gemm_efficiency.emplace_back(from, efficiency);
+        }
+    }
+    std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
+                                     "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"};
+    if (!g.gemm_efficiency.empty()) figures.emplace_back("gemm_efficiency");
+    g.sources = read_sources(r, figures);
   });
 }
 

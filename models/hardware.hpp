@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/json_reader.hpp"
 
@@ -21,6 +22,10 @@ struct GpuSpec {
   double nvlink_bandwidth_per_direction = 0;  // bytes/s per GPU
   double cuda_context = 0;                    // bytes taken before the first allocation
   double cublas_workspace = 0;                // bytes of GEMM workspace per compute stream
+  // Share of the dense peak a GEMM reaches, by size: rows of (from this many FLOPs, efficiency),
+  // rising in FLOPs. Profiles ship the measured large-GEMM ceiling; calibration adds rows.
+  std::vector<std::pair<double, double>> gemm_efficiency;
+  double gemm_efficiency_at(double flops) const;  // 1 when the profile has no table
   std::map<std::string, std::string> sources;
 };
 

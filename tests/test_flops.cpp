@@ -5,7 +5,9 @@
 #include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/flops.hpp"
+#include "models/job.hpp"
 #include "models/model_reader.hpp"
+#include "models/ops_report.hpp"
 #include "models/param_count.hpp"
 
 using namespace plumb;
@@ -75,4 +77,14 @@ TEST_CASE("DeepSeek-V3's MTP module is executed but outside MFU's model FLOPs") 
   // One more MoE layer, the 2h→h projection and another pass through the head, forward and backward.
   double mtp = sum_flops(layer_ops(m, m.layers - 1, c)).total() + 3 * (2 * 2 * h * h) + 3 * (2 * h * V);
   CHECK(hardware_flops_per_token(m, s, RecomputeKind::none, false) - model_flops_per_token(m, s) == doctest::Approx(mtp));
+}
+
+TEST_CASE("plumb ops times a compute-bound GEMM at the profile's GEMM efficiency") {
+  Job job = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
+  Json report = ops_report_json(job);
+  const Json& op = report["stages"][1]["ops"][1];  // qkv projection of a middle stage
+  REQUIRE(op["name"] == "qkv projection");
+  REQUIRE(op["forward"]["bound"] == "compute");
+  double expected = op["forward"]["flops"].get<double>() / (job.cluster.gpu.peak_dense.at(MathDtype::bf16) * (792.1 / 989));
+  CHECK(std::fabs(op["forward"]["time_s"].get<double>() / expected - 1) <= 1e-3);
 }
