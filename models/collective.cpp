@@ -282,10 +282,6 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
   return c;
 }
 
-}  // namespace plumb
-
-namespace plumb {
-
 CollectiveLinks shared_links(const CollectiveLinks& links, int concurrent) {
   if (concurrent < 1) throw std::invalid_argument("at least one collective shares the links");
   CollectiveLinks l = links;

@@ -59,10 +59,6 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
                                CollectiveAlgo algo = CollectiveAlgo::automatic,
                                std::optional<Protocol> protocol = std::nullopt);
 
-}  // namespace plumb
-
-namespace plumb {
-
 // Collectives that run at the same time on the same GPUs share their links (max-min fair, as the
 // flow-level network shares them): each sees 1/`concurrent` of NVLink and of the NICs.
 CollectiveLinks shared_links(const CollectiveLinks& links, int concurrent);

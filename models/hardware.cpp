@@ -23,10 +23,11 @@ std::map<std::string, std::string> read_sources(ObjectReader& r, const std::vect
 }
 
 // A row's from_flops: a plain number or a count like "1G"; zero is allowed (the first row starts at 0).
-double read_quantity_or_zero(ObjectReader& row) {
+double read_from_flops(ObjectReader& row) {
   const Json* v = row.child("from_flops", Need::required);
-  if (v && v->is_number() && v->get<double>() == 0.0) return 0.0;
-  return v ? read_quantity(*v, Dimension::count, row.pointer("from_flops"), row.source()).value_or(0.0) : 0.0;
+  if (!v) return 0.0;
+  if (v->is_number() && v->get<double>() == 0.0) return 0.0;
+  return read_quantity(*v, Dimension::count, row.pointer("from_flops"), row.source()).value_or(0.0);
 }
 
 // A catalogue name, a path, or an inline object: the file is loaded into `doc`, and `file`
@@ -111,7 +112,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
       else
         for (std::size_t i = 0; i < table->size(); ++i) {
           ObjectReader row((*table)[i], json_pointer_append(at, std::to_string(i)), r.source());
-          double from = row.child("from_flops", Need::required) ? read_quantity_or_zero(row) : 0.0;
+          double from = read_from_flops(row);
           double efficiency = row.number("efficiency", Need::required, 0.01, 1.0).value_or(1.0);
           if (!g.gemm_efficiency.empty() && from <= g.gemm_efficiency.back().first)
             row.error("from_flops", "rows must rise in from_flops");

@@ -47,7 +47,7 @@ struct ParallelLayout {
 ParallelLayout read_parallel(ObjectReader& r);
 
 // Checks every rule that ties the layout to the model, cluster and batch, and fills stage_layers.
-// Each violation is a diagnostic with the numbers; `pointer_of` maps a scenario field to its pointer.
+// Each violation is a diagnostic at the scenario field it concerns, with the numbers.
 void finalize_layout(ParallelLayout& layout, const ModelSpec& model, const Cluster& cluster,
                      const TrainingSpec& training, const SourceFile& src);
 

@@ -12,11 +12,11 @@ std::string describe(OpKind kind, StageWork w) {
   return fmt::format("{} of micro-batch {} on stage {}", op_kind_symbol(kind), w.mb, w.stage);
 }
 
-// The ops of one (micro-batch, stage): which op index on which rank ran its forward, its input
-// gradient and its weight gradient.
+// Per (micro-batch, stage), who ran its forward, its input gradient and its weight gradient: the rank
+// (while checking a schedule) or the engine task (while running it); −1 when absent.
 struct Slots {
   std::int64_t stages = 0;
-  std::vector<std::int64_t> forward, input_grad, weight_grad;  // task ids, −1 when absent
+  std::vector<std::int64_t> forward, input_grad, weight_grad;
   explicit Slots(const PipelineSchedule& s)
       : stages(s.stages),
         forward(static_cast<std::size_t>(s.stages * s.microbatches), -1),

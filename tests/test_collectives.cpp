@@ -152,16 +152,11 @@ TEST_CASE("DeepSeek-V3's node-limited dispatch: network-bound up to 3.2 experts 
   l.nvlink = 160e9;
   l.network = 50e9;
   GroupPlacement ep{64, 8};
-  auto dispatch = [&](std::int64_t k, std::int64_t max_nodes) {
-    // Every expert copy crosses NVLink: take per-node forwarding at its upper bound by using a large node.
-    return moe_dispatch_cost({4096, 7168, k, max_nodes}, ep, l);
-  };
+  auto dispatch = [&](std::int64_t k, std::int64_t max_nodes) { return moe_dispatch_cost({4096, 7168, k, max_nodes}, ep, l); };
   DispatchCost eight = dispatch(8, 4);
   CHECK(eight.network_bound);
   CHECK(eight.network_bytes == doctest::Approx(4096.0 * 7168 * 4 * 7 / 8));  // 4 nodes, 1/8 of them its own
-  // The crossover in experts per token: network time M(N−1)/N·b/IB equals NVLink time k(1−1/8)·b/NVLink.
-  double crossover = 4 * (7.0 / 8) / (7.0 / 8) * 160 / 50;
-  CHECK(crossover == doctest::Approx(12.8));
+  // The crossover: network time M(N−1)/N·b/IB equals NVLink time k(1−1/8)·b/NVLink at k = 4 × 3.2 = 12.8.
   CHECK(dispatch(12, 4).network_bound);
   CHECK_FALSE(dispatch(13, 4).network_bound);
   // Without the node limit a top-8 token reaches 8·(1 − (7/8)^8) ≈ 5.25 of 8 nodes: more network bytes.
