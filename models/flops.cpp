@@ -20,8 +20,9 @@ LayerOp elementwise(std::string name, double rows, double read, double write, do
   return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {traffic, traffic, 0}};
 }
 
+// `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
 void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
-             const std::string& prefix) {
+             const std::string& prefix, CommPoint tp_region) {
   double h = static_cast<double>(m.hidden);
   if (kind == MlpKind::swiglu) {
     ops.push_back(gemm(prefix + "gate+up projection", rows, h, 2 * f / shard, e));
@@ -30,7 +31,9 @@ void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double
     ops.push_back(gemm(prefix + "up projection", rows, h, f / shard, e));
     ops.push_back(elementwise(prefix + "GeLU", rows, f / shard, f / shard));
   }
+  ops[ops.size() - 2].before = tp_region;
   ops.push_back(gemm(prefix + "down projection", rows, f / shard, h, e));
+  ops.back().after = tp_region == CommPoint::none ? CommPoint::none : CommPoint::tp_exit;
 }
 
 }  // namespace
@@ -40,8 +43,10 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
   const AttentionSpec& a = m.attention;
   const double heads = static_cast<double>(a.heads) / tp;
+  const CommPoint tp_region = c.tp > 1 ? CommPoint::tp_enter : CommPoint::none;
   std::vector<LayerOp> ops;
   ops.push_back(elementwise("attention norm", T / sp, h, h));
+  const std::size_t first_projection = ops.size();
   if (a.kind == AttentionKind::mla) {
     double q_lora = static_cast<double>(a.q_lora_rank), kv_lora = static_cast<double>(a.kv_lora_rank);
     double qk = static_cast<double>(a.qk_head_dim()), nope = static_cast<double>(a.qk_nope_head_dim);
@@ -59,26 +64,33 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   }
   // Scores and the weighted sum: 2·T·seq·heads·(d_qk + d_v) forward; the input gradient does twice
   // that (Qi et al. Table 1: 4s vs 8s per sbh), the scores have no weights.
+  ops[first_projection].before = tp_region;
   double score = 2 * T * c.seq * heads * static_cast<double>(a.qk_head_dim() + a.out_head_dim());
-  if (c.causal_discount) score *= 0.5;
+  if (c.causal_discount && !c.unfused_attention) score *= 0.5;
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
   ops.push_back({"core attention", OpClass::attention, {score, 2 * score, 0}, {io, 2 * io, 0}});
+  // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
+  // output and a one-byte mask (half a 16-bit element); the backward pass moves as much again.
+  if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 2, 2.5));
   ops.push_back(gemm("out projection", T, heads * static_cast<double>(a.out_head_dim()), h, e));
+  if (c.tp > 1) ops.back().after = CommPoint::tp_exit;
   ops.push_back(elementwise("MLP norm", T / sp, h, h));
   if (!m.is_moe_layer(layer)) {
-    add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "");
+    add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "", tp_region);
     return ops;
   }
   const MoeSpec& moe = *m.moe;
   double k = static_cast<double>(moe.top_k);
   ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), e));
   ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h));
+  if (c.ep > 1) ops.back().after = CommPoint::ep_dispatch;
   // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
   add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
-          "experts: ");
+          "experts: ", CommPoint::none);
+  if (c.ep > 1) ops.back().after = CommPoint::ep_combine;
   if (moe.shared_experts > 0)
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
-            "shared expert: ");
+            "shared expert: ", tp_region);
   ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h));
   return ops;
 }
@@ -87,8 +99,10 @@ std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
   const double h = static_cast<double>(m.hidden), e = c.element_bytes;
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
   const double vocab = static_cast<double>(m.vocab) / tp;
-  return {elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, e),
-          elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0)};
+  std::vector<LayerOp> ops{elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, e),
+                           elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0)};
+  if (c.tp > 1) ops[1].before = CommPoint::tp_enter;
+  return ops;
 }
 
 std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {

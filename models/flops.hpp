@@ -15,11 +15,21 @@ namespace plumb {
 
 enum class OpClass { gemm, attention, memory };
 
+// Communication a layer needs next to an op, as seen in the forward pass (the backward pass runs the
+// layer in reverse, so what comes after an op in forward comes before it in backward).
+// tp_enter: the input of a column-parallel GEMM — forward all-gather under sequence parallelism;
+// backward all-reduce (reduce-scatter with SP) of its input gradient. tp_exit: the output of a
+// row-parallel GEMM — forward all-reduce (reduce-scatter with SP); backward all-gather with SP
+// (Narayanan et al. §2.3 f/g operators; Korthikanti et al. §4.2.2). ep_dispatch / ep_combine: the MoE
+// all-to-alls, in both passes.
+enum class CommPoint : std::uint8_t { none, tp_enter, tp_exit, ep_dispatch, ep_combine };
+
 struct LayerOp {
   std::string name;
   OpClass cls = OpClass::gemm;
   std::array<double, 3> flops{};  // forward, input gradient, weight gradient
   std::array<double, 3> bytes{};  // HBM traffic of each pass
+  CommPoint before = CommPoint::none, after = CommPoint::none;  // in forward order
 };
 
 // Where the ops run: `tokens` on this rank for this layer (micro-batch × sequence / cp), attention
@@ -32,6 +42,9 @@ struct OpContext {
   bool sequence_parallel = false;
   double element_bytes = 2;
   bool causal_discount = false;  // executed FLOPs of a causal flash kernel: half the score matrix
+  // Attention as Megatron-LM ran it at SC'21: scores materialised by batched GEMMs, then softmax and
+  // dropout as separate memory-bound kernels over the full score matrix (no causal saving).
+  bool unfused_attention = false;
 };
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);

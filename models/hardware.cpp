@@ -119,9 +119,11 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
           g.gemm_efficiency.emplace_back(from, efficiency);
         }
     }
+    g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
                                      "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"};
     if (!g.gemm_efficiency.empty()) figures.emplace_back("gemm_efficiency");
+    if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
     g.sources = read_sources(r, figures);
   });
 }

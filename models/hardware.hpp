@@ -26,6 +26,8 @@ struct GpuSpec {
   // rising in FLOPs. Profiles ship the measured large-GEMM ceiling; calibration adds rows.
   std::vector<std::pair<double, double>> gemm_efficiency;
   double gemm_efficiency_at(double flops) const;  // 1 when the profile has no table
+  // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
+  std::optional<double> attention_efficiency;
   std::map<std::string, std::string> sources;
 };
 

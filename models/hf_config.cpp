@@ -96,6 +96,8 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
     e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
     e.first_dense_layers = hf.integer("first_k_dense_replace", 0);
     e.router_bias = doc.value("topk_method", std::string{}) == "noaux_tc";  // e_score_correction_bias
+    // Group-limited routing (n_group/topk_group); DeepSeek-V3 sizes its EP groups so a group is a node.
+    if (hf.integer("n_group", 1) > 1) e.max_nodes = hf.integer("topk_group", 0);
     require_every_layer_sparse(hf, "moe_layer_freq");
     m.moe = e;
     m.mtp_depth = hf.integer("num_nextn_predict_layers", 0);

@@ -148,6 +148,16 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
 
 }  // namespace
 
+std::vector<StageParams> stage_params(const Job& job) {
+  const ModelShare share = model_share(job);
+  std::vector<StageParams> out;
+  for (const StagePlan& s : stage_plans(job)) {
+    HeldParams held = params_of_stage(job, share, s, s.embedding);
+    out.push_back({held.dense, held.expert});
+  }
+  return out;
+}
+
 double stage_activation_bytes(const Job& job, const StagePlan& s) {
   return activation_bytes(job.model, model_share(job), s);
 }

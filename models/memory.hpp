@@ -55,6 +55,13 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const Job& job);
 
+// Parameters one rank holds for each model stage: dense after TP sharding, routed experts after EP/ETP
+// sharding, both before ZeRO.
+struct StageParams {
+  double dense = 0, expert = 0;
+};
+std::vector<StageParams> stage_params(const Job& job);
+
 // Activation bytes one micro-batch leaves on a rank for stage `s`.
 double stage_activation_bytes(const Job& job, const StagePlan& s);
 

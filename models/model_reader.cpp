@@ -56,6 +56,7 @@ void read_moe(ObjectReader& r, ModelSpec& m) {
   e.first_dense_layers = r.integer("first_dense_layers", Need::optional, 0, kMaxLayers).value_or(0);
   e.router_bias = r.boolean("router_bias", Need::optional).value_or(false);
   e.shared_expert_gate = r.boolean("shared_expert_gate", Need::optional).value_or(false);
+  e.max_nodes = r.integer("routing_max_nodes", Need::optional, 0, kMaxDim).value_or(0);
   if (e.top_k > e.experts)
     r.error("top_k", fmt::format("top_k {} exceeds the {} routed experts", e.top_k, e.experts));
   if (e.first_dense_layers >= m.layers)

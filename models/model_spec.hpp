@@ -47,6 +47,9 @@ struct MoeSpec {
   std::int64_t first_dense_layers = 0;
   bool router_bias = false;        // per-expert score bias (DeepSeek-V3 auxiliary-loss-free balancing)
   bool shared_expert_gate = false; // sigmoid gate on the shared expert (Qwen1.5/2-MoE)
+  // Node-limited routing: a token's experts lie on at most this many nodes (DeepSeek-V3 §2.1.2: 4);
+  // 0 for unlimited.
+  std::int64_t max_nodes = 0;
 };
 
 // What the model's authors published, for comparison (never used to compute anything).

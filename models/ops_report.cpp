@@ -4,41 +4,10 @@
 
 #include "models/flops.hpp"
 #include "models/memory.hpp"
+#include "models/op_cost.hpp"
 
 namespace plumb {
 namespace {
-
-// Roofline: GEMMs at the profile's measured efficiency for their size (its large-GEMM ceiling until
-// calibration adds rows); attention and elementwise ops at the datasheet peaks, uncalibrated.
-struct Timed {
-  double seconds = 0;
-  bool compute_bound = true;
-};
-
-Timed roofline(const LayerOp& op, int pass, const Job& job) {
-  const GpuSpec& gpu = job.cluster.gpu;
-  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && gpu.peak_dense.count(MathDtype::fp8);
-  double peak = gpu.peak_dense.at(fp8 ? MathDtype::fp8 : MathDtype::bf16);
-  double flops = op.flops[static_cast<std::size_t>(pass)];
-  double compute = flops / (peak * (op.cls == OpClass::gemm ? gpu.gemm_efficiency_at(flops) : 1.0));
-  double memory = op.bytes[static_cast<std::size_t>(pass)] / gpu.hbm_bandwidth;
-  if (op.cls == OpClass::memory) return {memory, false};
-  return {std::max(compute, memory), compute >= memory};
-}
-
-OpContext context_of(const Job& job) {
-  OpContext c;
-  c.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
-  c.seq = static_cast<double>(job.training.seq_len);
-  c.tp = job.layout.tp;
-  c.ep = job.layout.ep;
-  c.etp = job.layout.etp;
-  c.cp = job.layout.cp;
-  c.sequence_parallel = job.layout.sequence_parallel;
-  c.element_bytes = job.training.fp8_gemm_inputs ? 1.0 : 2.0;
-  c.causal_discount = true;  // flash kernels skip the masked half
-  return c;
-}
 
 struct StageOps {
   std::int64_t stage = 0;
@@ -49,7 +18,7 @@ struct StageOps {
 // One layer of each stage (the first), plus the head on the last stage.
 std::vector<StageOps> stage_ops(const Job& job) {
   std::vector<StageOps> out;
-  OpContext c = context_of(job);
+  OpContext c = op_context(job);
   for (const StagePlan& s : stage_plans(job)) {
     StageOps so;
     so.stage = s.index;
@@ -75,7 +44,7 @@ Json ops_report_json(const Job& job) {
     for (const LayerOp& op : so.ops) {
       Json passes = Json::array();
       for (int pass = 0; pass < 3; ++pass) {
-        Timed t = roofline(op, pass, job);
+        OpTime t = op_time(op, pass, job);
         passes.push_back({{"flops", op.flops[static_cast<std::size_t>(pass)]}, {"bytes", op.bytes[static_cast<std::size_t>(pass)]},
                           {"time_s", t.seconds}, {"bound", t.compute_bound ? "compute" : "memory"}});
       }
@@ -84,16 +53,16 @@ Json ops_report_json(const Job& job) {
     stages.push_back({{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}});
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_efficiency; attention and elementwise ops at datasheet peaks (uncalibrated)"},
+          {"roofline", "GEMMs at the GPU profile's gemm_efficiency, fused attention at its attention_efficiency, elementwise ops at the HBM bandwidth"},
           {"stages", stages}};
 }
 
 std::string ops_report_table(const Job& job) {
-  OpContext c = context_of(job);
+  OpContext c = op_context(job);
   std::string out = fmt::format(
       "{} — ops of one layer per stage, per micro-batch of {:.0f} tokens on one GPU ({} · TP{} EP{} · {})\n"
-      "times: roofline — GEMMs at the profile's measured GEMM efficiency, attention and elementwise ops at datasheet\n"
-      "peaks (uncalibrated); F forward, dX input gradient, dW weight gradient\n",
+      "times: roofline — GEMMs at the profile's measured GEMM efficiency, fused attention at its attention efficiency,\n"
+      "elementwise ops at the HBM bandwidth; F forward, dX input gradient, dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision));
   for (const StageOps& so : stage_ops(job)) {
     out += so.layer >= 0 ? fmt::format("\nstage {} — layer {} ({})\n", so.stage, so.layer,
@@ -102,7 +71,7 @@ std::string ops_report_table(const Job& job) {
     out += fmt::format("  {:<34} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "op", "F GFLOP", "F MB", "F us", "dX us",
                        "dW us", "total us", "bound");
     for (const LayerOp& op : so.ops) {
-      Timed f = roofline(op, 0, job), dx = roofline(op, 1, job), dw = roofline(op, 2, job);
+      OpTime f = op_time(op, 0, job), dx = op_time(op, 1, job), dw = op_time(op, 2, job);
       out += fmt::format("  {:<34} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, op.flops[0] / 1e9,
                          op.bytes[0] / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
                          (f.seconds + dx.seconds + dw.seconds) * 1e6, f.compute_bound ? "compute" : "memory");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 
 namespace plumb {
 
@@ -13,16 +14,24 @@ std::string describe(OpKind kind, StageWork w) {
 }
 
 // Per (micro-batch, stage), who ran its forward, its input gradient and its weight gradient: the rank
-// (while checking a schedule) or the engine task (while running it); −1 when absent.
+// (while checking a schedule) or the op's tasks (while building its graph).
+template <class T>
 struct Slots {
   std::int64_t stages = 0;
-  std::vector<std::int64_t> forward, input_grad, weight_grad;
-  explicit Slots(const PipelineSchedule& s)
+  std::vector<T> forward, input_grad, weight_grad;
+  Slots(const PipelineSchedule& s, T none)
       : stages(s.stages),
-        forward(static_cast<std::size_t>(s.stages * s.microbatches), -1),
-        input_grad(forward.size(), -1),
-        weight_grad(forward.size(), -1) {}
+        forward(static_cast<std::size_t>(s.stages * s.microbatches), none),
+        input_grad(forward.size(), none),
+        weight_grad(forward.size(), none) {}
   std::size_t at(StageWork w) const { return static_cast<std::size_t>(w.mb) * static_cast<std::size_t>(stages) + static_cast<std::size_t>(w.stage); }
+};
+
+// One part of an op in the graph: the task taking its input, the task delivering its result, and
+// which op it was (so that the two halves of one full backward are never made to wait on each other).
+struct Ends {
+  sim::TaskId in = sim::kNoTask, out = sim::kNoTask;
+  std::int64_t op = -1;
 };
 
 }  // namespace
@@ -54,7 +63,7 @@ std::vector<std::int64_t> peak_activations(const PipelineSchedule& s) {
 
 std::vector<std::string> check_schedule(const PipelineSchedule& s) {
   std::vector<std::string> problems;
-  Slots slots(s);
+  Slots<std::int64_t> slots(s, -1);
   auto claim = [&](std::vector<std::int64_t>& slot, OpKind kind, StageWork w, std::int64_t rank) {
     if (w.mb < 0 || w.mb >= s.microbatches || w.stage < 0 || w.stage >= s.stages) {
       problems.push_back(fmt::format("rank {}: {} is outside {} micro-batches × {} stages", rank, describe(kind, w),
@@ -104,68 +113,46 @@ std::vector<std::string> check_schedule(const PipelineSchedule& s) {
   return problems;
 }
 
-ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
-  if (!costs.per_stage.empty() && static_cast<std::int64_t>(costs.per_stage.size()) != s.stages)
-    throw ScheduleError(fmt::format("costs given for {} stages, but the schedule has {}", costs.per_stage.size(), s.stages));
-  ScheduleRun run;
-  sim::TaskGraph& g = run.graph;
-  std::vector<sim::StreamId> compute, links;
-  for (std::int64_t r = 0; r < s.ranks; ++r) {
-    std::int32_t gpu = run.machine.add_gpu(fmt::format("rank {}", r), 1);
-    compute.push_back(run.machine.add_stream(gpu, "compute"));
-    links.push_back(run.machine.add_stream(gpu, "p2p"));
-  }
-  auto ticks = [](double units) { return static_cast<sim::Time>(std::llround(units * kPicosPerCostUnit)); };
-  Slots slots(s);
-  // Tasks are created rank by rank in op order, so each compute stream runs its rank's list in order.
-  for (std::int64_t r = 0; r < s.ranks; ++r) {
-    const auto& ops = s.ops[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const PipeOp& o = ops[i];
-      std::string label = o.kind == OpKind::forward_backward
-                              ? fmt::format("F{}&B{}", o.work.mb, o.other.mb)
-                              : fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb);
-      sim::TaskId t = g.add_compute(label, compute[static_cast<std::size_t>(r)], ticks(costs.of(o.kind, o.work.stage)), 1);
-      run.task_op.emplace_back(r, i);
+PipelineTasks build_pipeline_graph(const PipelineSchedule& s, sim::TaskGraph& g, PipelineHooks& hooks) {
+  Slots<Ends> slots(s, Ends{});
+  std::int64_t op_number = 0;
+  // Ops are created rank by rank in op order, so each rank's streams run its list in order.
+  for (std::int64_t r = 0; r < s.ranks; ++r)
+    for (const PipeOp& o : s.ops[static_cast<std::size_t>(r)]) {
+      OpTasks t = hooks.add_op(r, o);
+      Ends fwd{t.forward_in, t.forward_out, op_number}, bwd{t.backward_in, t.backward_out, op_number};
+      ++op_number;
       switch (o.kind) {
-        case OpKind::forward: slots.forward[slots.at(o.work)] = t; break;
-        case OpKind::backward:
-          slots.input_grad[slots.at(o.work)] = t;
-          slots.weight_grad[slots.at(o.work)] = t;
-          break;
-        case OpKind::backward_input: slots.input_grad[slots.at(o.work)] = t; break;
-        case OpKind::weight: slots.weight_grad[slots.at(o.work)] = t; break;
+        case OpKind::forward: slots.forward[slots.at(o.work)] = fwd; break;
+        case OpKind::backward: slots.input_grad[slots.at(o.work)] = slots.weight_grad[slots.at(o.work)] = bwd; break;
+        case OpKind::backward_input: slots.input_grad[slots.at(o.work)] = bwd; break;
+        case OpKind::weight: slots.weight_grad[slots.at(o.work)] = bwd; break;
         case OpKind::forward_backward:
-          slots.forward[slots.at(o.work)] = t;
-          slots.input_grad[slots.at(o.other)] = t;
-          slots.weight_grad[slots.at(o.other)] = t;
+          slots.forward[slots.at(o.work)] = fwd;
+          slots.input_grad[slots.at(o.other)] = slots.weight_grad[slots.at(o.other)] = bwd;
           break;
       }
     }
-  }
-  // Stage edges. Within a rank they are plain dependencies; across ranks, with a p2p cost, a send
-  // on the sender's link stream sits between producer and consumer. Sends are issued in the order
-  // the sender runs its ops, as a real rank would post them.
-  auto link = [&](std::int64_t from_task, std::int64_t to_task, std::int64_t from_rank, std::int64_t to_rank) {
-    auto from = static_cast<sim::TaskId>(from_task), to = static_cast<sim::TaskId>(to_task);
-    if (from_rank == to_rank || costs.p2p <= 0) {
-      g.add_dependency(from, to);
-      return;
-    }
-    sim::TaskId send = g.add_compute("p2p", links[static_cast<std::size_t>(from_rank)], ticks(costs.p2p), 1);
-    run.task_op.emplace_back(-1, 0);
-    g.add_dependency(from, send);
-    g.add_dependency(send, to);
+  auto depend = [&](const Ends& before, const Ends& after) {
+    if (before.op != after.op) g.add_dependency(before.out, after.in);
+  };
+  // Stage edges: within a rank plain dependencies; across ranks the hooks' send sits between
+  // producer and consumer, posted in the order the sender runs its ops.
+  auto link = [&](const Ends& from, const Ends& to, std::int64_t from_rank, std::int64_t to_rank, StageWork w, bool forward) {
+    auto send = from_rank == to_rank ? std::nullopt : hooks.add_send(from_rank, to_rank, w, forward);
+    if (!send) return depend(from, to);
+    g.add_dependency(from.out, send->first);
+    g.add_dependency(send->second, to.in);
   };
   auto outputs = [&](std::int64_t rank, OpKind kind, StageWork w) {
     std::size_t i = slots.at(w);
-    if ((kind == OpKind::forward) && w.stage + 1 < s.stages) {
+    if (kind == OpKind::forward && w.stage + 1 < s.stages) {
       StageWork next{w.mb, w.stage + 1};
-      link(slots.forward[i], slots.forward[slots.at(next)], rank, s.rank_of(next.stage, next.mb));
+      link(slots.forward[i], slots.forward[slots.at(next)], rank, s.rank_of(next.stage, next.mb), w, true);
     }
     if ((kind == OpKind::backward || kind == OpKind::backward_input) && w.stage > 0) {
       StageWork prev{w.mb, w.stage - 1};
-      link(slots.input_grad[i], slots.input_grad[slots.at(prev)], rank, s.rank_of(prev.stage, prev.mb));
+      link(slots.input_grad[i], slots.input_grad[slots.at(prev)], rank, s.rank_of(prev.stage, prev.mb), w, false);
     }
   };
   for (std::int64_t r = 0; r < s.ranks; ++r)
@@ -174,24 +161,73 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
       if (o.kind == OpKind::forward_backward) outputs(r, OpKind::backward, o.other);
     }
   // Within a stage: F before its input gradient, the input gradient before W.
+  PipelineTasks out;
+  out.stages = s.stages;
   for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
     for (std::int32_t st = 0; st < s.stages; ++st) {
       std::size_t i = slots.at({mb, st});
-      if (slots.forward[i] != slots.input_grad[i]) g.add_dependency(static_cast<sim::TaskId>(slots.forward[i]), static_cast<sim::TaskId>(slots.input_grad[i]));
-      if (slots.input_grad[i] != slots.weight_grad[i])
-        g.add_dependency(static_cast<sim::TaskId>(slots.input_grad[i]), static_cast<sim::TaskId>(slots.weight_grad[i]));
+      depend(slots.forward[i], slots.input_grad[i]);
+      depend(slots.input_grad[i], slots.weight_grad[i]);
     }
+  for (const Ends& e : slots.weight_grad) out.weight_grad_out.push_back(e.out);
+  return out;
+}
+
+namespace {
+
+// run_schedule's expansion: one compute task per op on the rank's compute stream, one task per send.
+class UnitOps final : public PipelineHooks {
+ public:
+  UnitOps(const PipelineSchedule& s, const OpCosts& costs, ScheduleRun& run) : costs_(costs), run_(run) {
+    for (std::int64_t r = 0; r < s.ranks; ++r) {
+      std::int32_t gpu = run.machine.add_gpu(fmt::format("rank {}", r), 1);
+      compute.push_back(run.machine.add_stream(gpu, "compute"));
+      links.push_back(run.machine.add_stream(gpu, "p2p"));
+    }
+  }
+  OpTasks add_op(std::int64_t rank, const PipeOp& o) override {
+    std::string label = o.kind == OpKind::forward_backward ? fmt::format("F{}&B{}", o.work.mb, o.other.mb)
+                                                           : fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb);
+    sim::TaskId t = run_.graph.add_compute(label, compute[static_cast<std::size_t>(rank)], ticks(costs_.of(o.kind, o.work.stage)), 1);
+    run_.task_op.emplace_back(rank, op_index_[rank]++);
+    return {t, t, t, t};
+  }
+  std::optional<std::pair<sim::TaskId, sim::TaskId>> add_send(std::int64_t from, std::int64_t, StageWork, bool) override {
+    if (costs_.p2p <= 0) return std::nullopt;
+    sim::TaskId send = run_.graph.add_compute("p2p", links[static_cast<std::size_t>(from)], ticks(costs_.p2p), 1);
+    run_.task_op.emplace_back(-1, 0);
+    return std::pair{send, send};
+  }
+  static sim::Time ticks(double units) { return static_cast<sim::Time>(std::llround(units * kPicosPerCostUnit)); }
+
+  std::vector<sim::StreamId> compute, links;
+
+ private:
+  const OpCosts& costs_;
+  ScheduleRun& run_;
+  std::map<std::int64_t, std::size_t> op_index_;
+};
+
+}  // namespace
+
+ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
+  if (!costs.per_stage.empty() && static_cast<std::int64_t>(costs.per_stage.size()) != s.stages)
+    throw ScheduleError(fmt::format("costs given for {} stages, but the schedule has {}", costs.per_stage.size(), s.stages));
+  ScheduleRun run;
+  sim::TaskGraph& g = run.graph;
+  UnitOps hooks(s, costs, run);
+  PipelineTasks tasks = build_pipeline_graph(s, g, hooks);
   // DualPipe: each stage lives on two mirror ranks; their gradients are summed once both are done.
   if (s.kind == ScheduleKind::dualpipe && costs.grad_sync > 0) {
     for (std::int64_t r = 0; r < s.ranks; ++r)
       for (std::int32_t st : {static_cast<std::int32_t>(r), static_cast<std::int32_t>(s.ranks - 1 - r)}) {
-        sim::TaskId sync = g.add_compute(fmt::format("grad sync s{}", st), links[static_cast<std::size_t>(r)],
-                                         ticks(costs.grad_sync), 1);
+        sim::TaskId sync = g.add_compute(fmt::format("grad sync s{}", st), hooks.links[static_cast<std::size_t>(r)],
+                                         UnitOps::ticks(costs.grad_sync), 1);
         run.task_op.emplace_back(-1, 0);
-        for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
-          g.add_dependency(static_cast<sim::TaskId>(slots.weight_grad[slots.at({mb, st})]), sync);
+        for (std::int32_t mb = 0; mb < s.microbatches; ++mb) g.add_dependency(tasks.weight_grad(mb, st), sync);
       }
   }
+  const std::vector<sim::StreamId>& compute = hooks.compute;
   g.finalize();
   try {
     run.result = sim::simulate(g, run.machine);

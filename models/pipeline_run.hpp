@@ -1,6 +1,7 @@
 #pragma once
 // Checking a pipeline schedule and executing it on the discrete-event engine with per-op costs.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,31 @@ struct ScheduleRun {
 
 // Throws ScheduleError when the schedule cannot run (the deadlock names the ops).
 ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs);
+
+// Building a schedule's task graph with any expansion of its ops: the shared part of run_schedule
+// and the training step. An op becomes one or more tasks; `OpTasks` says where its forward and
+// backward parts take their inputs and deliver their results (the same tasks for a single op).
+struct OpTasks {
+  sim::TaskId forward_in = sim::kNoTask, forward_out = sim::kNoTask;
+  sim::TaskId backward_in = sim::kNoTask, backward_out = sim::kNoTask;
+};
+struct PipelineHooks {
+  virtual ~PipelineHooks() = default;
+  // Appends the tasks of `op`, the rank's next op; ops arrive rank by rank in execution order.
+  virtual OpTasks add_op(std::int64_t rank, const PipeOp& op) = 0;
+  // Tasks carrying one micro-batch's activations (forward) or their gradient from `from_rank` to
+  // `to_rank`, as (first, last); nullopt makes it a plain dependency. Called per rank in op order.
+  virtual std::optional<std::pair<sim::TaskId, sim::TaskId>> add_send(std::int64_t from_rank, std::int64_t to_rank,
+                                                                      StageWork w, bool forward) = 0;
+};
+// Where each (micro-batch, stage)'s weight gradient finished: the task, per micro-batch × stages + stage.
+struct PipelineTasks {
+  std::int64_t stages = 0;
+  std::vector<sim::TaskId> weight_grad_out;
+  sim::TaskId weight_grad(std::int32_t mb, std::int32_t stage) const {
+    return weight_grad_out[static_cast<std::size_t>(mb) * static_cast<std::size_t>(stages) + static_cast<std::size_t>(stage)];
+  }
+};
+PipelineTasks build_pipeline_graph(const PipelineSchedule& s, sim::TaskGraph& g, PipelineHooks& hooks);
 
 }  // namespace plumb

@@ -55,6 +55,14 @@ TrainingSpec read_training(ObjectReader& r) {
   t.tokens = r.quantity("tokens", Dimension::count, Need::optional).value_or(0);
   t.price_per_gpu_hour = r.number("price_per_gpu_hour", Need::optional, 0.0, 1e6).value_or(0);
   t.reserved_memory = r.quantity("reserved_memory", Dimension::bytes, Need::optional).value_or(0);
+  if (const Json* imbalance = r.child("moe_imbalance", Need::optional)) {
+    if (*imbalance == "balanced") t.moe_imbalance = 1.0;
+    else if (*imbalance == "sampled") t.sampled_routing = true;
+    else if (imbalance->is_string())
+      r.error("moe_imbalance", fmt::format("expected \"balanced\", \"sampled\" or a max/mean load ≥ 1, found {}", json_brief(*imbalance)));
+    else t.moe_imbalance = r.number("moe_imbalance", Need::optional, 1.0, 1e3).value_or(1.0);
+  }
+  t.routing_seed = static_cast<std::uint64_t>(r.integer("routing_seed", Need::optional, 0, 1'000'000'000).value_or(0));
   if (const Json* opt = r.child("optimizer", Need::optional)) {
     ObjectReader o(*opt, r.pointer("optimizer"), r.source());
     t.optimizer.grads = dtype_bytes(o, "grads", 2.0, false);

@@ -1,6 +1,7 @@
 #pragma once
 // What is trained and how: sequence, batch, precision, optimizer state types, token budget, price.
 #include <cstdint>
+#include <string_view>
 
 #include "models/json_reader.hpp"
 
@@ -33,6 +34,11 @@ struct TrainingSpec {
   double tokens = 0;               // training budget
   double price_per_gpu_hour = 0;   // USD
   double reserved_memory = 0;      // bytes per GPU the user sets aside (allocator slack, framework)
+  // MoE load on the busiest EP rank over the mean: 1 is balanced routing; a number is a measured
+  // max/mean; `sampled_routing` draws top-k routing uniformly at random with `routing_seed` instead.
+  double moe_imbalance = 1.0;
+  bool sampled_routing = false;
+  std::uint64_t routing_seed = 0;
 };
 
 TrainingSpec read_training(ObjectReader& r);

@@ -1,0 +1,39 @@
+#include "models/op_cost.hpp"
+
+#include <algorithm>
+
+namespace plumb {
+
+OpTime op_time(const LayerOp& op, int pass, const Job& job) {
+  const GpuSpec& gpu = job.cluster.gpu;
+  const auto p = static_cast<std::size_t>(pass);
+  const double memory = op.bytes[p] / gpu.hbm_bandwidth;
+  if (op.cls == OpClass::memory) return {memory, false};
+  // fp8 runs the GEMMs only (DeepSeek-V3 §3.3: attention and elementwise work stay in bf16).
+  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && gpu.peak_dense.count(MathDtype::fp8);
+  double peak = gpu.peak_dense.at(fp8 ? MathDtype::fp8 : MathDtype::bf16);
+  double efficiency = 1.0;
+  if (op.cls == OpClass::gemm || job.training.attention_kernel == AttentionKernel::unfused)
+    efficiency = gpu.gemm_efficiency_at(op.flops[p]);  // unfused attention is batched GEMMs
+  else
+    efficiency = gpu.attention_efficiency.value_or(1.0);
+  double compute = op.flops[p] / (peak * efficiency);
+  return {std::max(compute, memory), compute >= memory};
+}
+
+OpContext op_context(const Job& job) {
+  OpContext c;
+  c.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
+  c.seq = static_cast<double>(job.training.seq_len);
+  c.tp = job.layout.tp;
+  c.ep = job.layout.ep;
+  c.etp = job.layout.etp;
+  c.cp = job.layout.cp;
+  c.sequence_parallel = job.layout.sequence_parallel;
+  c.element_bytes = job.training.fp8_gemm_inputs ? 1.0 : 2.0;
+  c.causal_discount = true;  // flash kernels skip the masked half
+  c.unfused_attention = job.training.attention_kernel == AttentionKernel::unfused;
+  return c;
+}
+
+}  // namespace plumb

@@ -1,0 +1,74 @@
+#pragma once
+// What one micro-batch costs on each model stage as the training step runs it: every pass (forward,
+// input gradient, weight gradient, full backward) as a chain of segments, each some compute followed by
+// (or beside) a communication — TP collectives, MoE all-to-alls, CP ring exchanges — plus the
+// once-per-step terms: pipeline sends, gradient reduction, ZeRO parameter gathers, the optimizer.
+// The discrete-event step and the analytic estimator both read these, so they cannot disagree on costs.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "models/job.hpp"
+
+namespace plumb {
+
+enum class CommKind : std::uint8_t { tp, ep, pp, dp, cp };
+inline constexpr std::size_t kCommKinds = 5;
+std::string_view comm_kind_name(CommKind k);
+
+struct Segment {
+  double compute = 0;  // seconds on the compute stream
+  double comm = 0;     // seconds on a communication stream, after the compute (or beside it)
+  CommKind kind = CommKind::tp;
+  bool overlapped = false;  // the communication runs beside this compute (CP's ring exchange) instead of after it
+  double span() const { return overlapped ? std::max(compute, comm) : compute + comm; }
+};
+
+struct Pass {
+  std::vector<Segment> segments;
+  // ZeRO-3's parameter gathers (and, in backward, gradient scatters): issued when the pass starts,
+  // prefetched layer by layer, and waited for at its end. Kind dp.
+  double background = 0;
+
+  double compute() const;
+  double comm(CommKind k) const;
+  double span() const;  // run alone: the segments one after another, and at least the background
+  // Appends compute (merged into the last segment when that one has no communication yet).
+  void add_compute(double seconds);
+  void add_comm(double seconds, CommKind kind);
+  void add_overlapped(double compute, double comm, CommKind kind);
+  void append(const Pass& other);
+};
+
+struct StageCost {
+  Pass forward, input_grad, weight_grad;
+  Pass backward;       // input and weight gradients in one pass, as non-split schedules run it
+  double p2p = 0;      // one micro-batch's activations (or their gradient) to the neighbouring stage
+  double grad_sync = 0;     // the stage's gradient reduction over data parallelism, once per step
+  double param_gather = 0;  // ZeRO-1/2: the updated parameters gathered back, once per step
+  double optimizer = 0;     // this rank's share of the optimizer update
+  double fb_overlap = 0;    // F&B of two micro-batches interleaved on one GPU (DualPipe), if no SMs were shared
+};
+
+struct StepCosts {
+  std::vector<StageCost> stages;  // per model stage
+  std::int32_t sms = 132;
+  std::int32_t comm_sms = 20;
+  double moe_imbalance = 1.0;
+};
+
+StepCosts step_costs(const Job& job);
+
+// Max/mean tokens per EP rank when each of `tokens_per_rank` tokens on each of `ep` ranks picks `top_k`
+// distinct experts of `experts` uniformly at random (seeded, so runs repeat).
+double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                             std::uint64_t seed);
+
+// Two passes interleaved segment by segment on one compute stream and one communication stream, as
+// DualPipe overlaps a forward with a backward chunk (each one's communication hides under the other's
+// compute). Returns the makespan without SM sharing.
+double interleaved_span(const Pass& a, const Pass& b);
+
+}  // namespace plumb
