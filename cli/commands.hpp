@@ -18,6 +18,7 @@ const Command& memory_command();
 const Command& schedule_command();
 const Command& collective_command();
 const Command& ops_command();
+const Command& run_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);

@@ -1,0 +1,40 @@
+#include <fmt/format.h>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "models/step_report.hpp"
+#include "sim/outputs.hpp"
+
+namespace plumb::cli {
+namespace {
+
+int run_run(const Args& args) {
+  Job job = load_scenario(args.positional(0), args.values("--set"));
+  StepCosts costs = step_costs(job);
+  StepSimulation sim = simulate_step(job, costs);
+  StepReport report = make_step_report(job, sim, costs);
+  if (args.flag("--trace")) write_file(args.value("--trace"), sim::chrome_trace(sim.graph, sim.machine, sim.result));
+  if (args.flag("--json")) std::cout << step_report_json(job, report).dump(2) << "\n";
+  else std::cout << step_report_table(job, report);
+  return report.fits ? kOk : kInfeasible;
+}
+
+}  // namespace
+
+const Command& run_command() {
+  static const Command command{
+      {"run",
+       "plumb run SCENARIO [--json] [--trace t.json] [--set key=value ...]",
+       "Simulates one optimizer step on the discrete-event engine: the pipeline schedule with every op's\n"
+       "compute and communication (TP, EP, CP, PP, DP), gradient reduction, ZeRO gathers and the\n"
+       "optimizer. Prints step time, tokens/s, MFU, bubbles, exposed communication, memory per stage\n"
+       "and the days, GPU-hours and cost to train the scenario's tokens. Exit code 3 when it does not fit.",
+       {"SCENARIO"},
+       {{"--json", "", "print the report as JSON"},
+        {"--trace", "FILE", "write the step's timeline as a Chrome trace (open in Perfetto)"},
+        {"--set", "KEY=VALUE", "override a scenario field, e.g. --set parallel.micro_batch=2 (repeatable)", true}}},
+      run_run};
+  return command;
+}
+
+}  // namespace plumb::cli

@@ -1,0 +1,48 @@
+#pragma once
+// One optimizer step as a task graph on the discrete-event engine: the job's pipeline schedule with
+// every op expanded into its compute and communication segments (step_costs), pipeline sends, the
+// gradient reduction of each stage once its last weight gradient is done, the optimizer, and ZeRO's
+// parameter gathers. Symmetric mode: one GPU per pipeline rank stands for all its TP/DP/EP peers,
+// whose collectives are already costed with every peer's traffic.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/job.hpp"
+#include "models/pipeline.hpp"
+#include "models/step_costs.hpp"
+#include "sim/engine.hpp"
+
+namespace plumb {
+
+// Where one pipeline rank's time went: computing, waiting on communication of each kind with nothing
+// to compute (exposed), and idle with neither (the pipeline bubble).
+struct RankStep {
+  double compute = 0;
+  std::array<double, kCommKinds> exposed{};
+  double idle = 0;
+  double bubble_fraction = 0;  // idle / step time
+  double peak_bytes = 0;       // model states and overheads + the timeline's peak activations
+  std::int64_t peak_inflight = 0;
+};
+
+struct StepSimulation {
+  double step_time = 0;
+  std::vector<RankStep> ranks;  // per pipeline rank
+  PipelineSchedule schedule;
+  sim::TaskGraph graph;
+  sim::Machine machine;
+  sim::SimResult result;
+  std::vector<std::int8_t> task_comm;    // per task: the CommKind, or −1 for compute and markers
+  std::vector<std::int32_t> task_rank;   // per task
+};
+
+// Throws ScheduleError when the job's schedule cannot be built for its pipeline.
+StepSimulation simulate_step(const Job& job, const StepCosts& costs);
+
+// The chain of work that set the step time, in a few lines: runs of tasks on one rank, with their
+// time by kind.
+std::vector<std::string> critical_path_summary(const StepSimulation& s);
+
+}  // namespace plumb

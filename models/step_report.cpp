@@ -1,0 +1,129 @@
+#include "models/step_report.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "models/flops.hpp"
+#include "models/units.hpp"
+
+namespace plumb {
+
+TrainingTotals training_totals(const Job& job, double step_time) {
+  TrainingTotals t;
+  t.tokens = job.training.tokens;
+  double per_step = static_cast<double>(job.training.global_batch * job.training.seq_len);
+  t.steps = t.tokens / per_step;
+  double seconds = t.steps * step_time;
+  t.days = seconds / 86400.0;
+  t.gpu_hours = seconds / 3600.0 * static_cast<double>(job.layout.gpus());
+  t.cost_usd = t.gpu_hours * job.training.price_per_gpu_hour;
+  return t;
+}
+
+StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs) {
+  StepReport r;
+  r.step_time = sim.step_time;
+  r.estimate = estimate_step(job, costs).step_time;
+  r.tokens_per_step = static_cast<double>(job.training.global_batch * job.training.seq_len);
+  r.tokens_per_s = r.tokens_per_step / r.step_time;
+  r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(job.layout.gpus());
+  const double seq = static_cast<double>(job.training.seq_len);
+  const double peak = job.cluster.gpu.peak_dense.at(MathDtype::bf16);
+  r.model_tflops_per_gpu = model_flops_per_token(job.model, seq) * r.tokens_per_s_per_gpu / 1e12;
+  r.mfu = r.model_tflops_per_gpu * 1e12 / peak;
+  const Recompute& rc = job.layout.recompute;
+  RecomputeKind kind = rc.full ? RecomputeKind::full : rc.core_attention ? RecomputeKind::selective : RecomputeKind::none;
+  r.hfu = hardware_flops_per_token(job.model, seq, kind, job.training.attention_kernel == AttentionKernel::flash) *
+          r.tokens_per_s_per_gpu / peak;
+  r.ranks = sim.ranks;
+  for (const RankStep& k : sim.ranks) {
+    r.bubble_fraction += k.bubble_fraction / static_cast<double>(sim.ranks.size());
+    for (std::size_t i = 0; i < kCommKinds; ++i) r.exposed[i] += k.exposed[i] / static_cast<double>(sim.ranks.size());
+    r.peak_bytes = std::max(r.peak_bytes, k.peak_bytes);
+  }
+  r.capacity_bytes = job.cluster.gpu.hbm_capacity;
+  r.fits = r.peak_bytes <= r.capacity_bytes;
+  r.moe_imbalance = costs.moe_imbalance;
+  r.training = training_totals(job, r.step_time);
+  r.critical_path = critical_path_summary(sim);
+  return r;
+}
+
+Json step_report_json(const Job& job, const StepReport& r) {
+  Json exposed = Json::object();
+  for (std::size_t i = 0; i < kCommKinds; ++i) exposed[std::string(comm_kind_name(static_cast<CommKind>(i)))] = r.exposed[i];
+  Json stages = Json::array();
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankStep& k = r.ranks[i];
+    Json e = Json::object();
+    for (std::size_t j = 0; j < kCommKinds; ++j) e[std::string(comm_kind_name(static_cast<CommKind>(j)))] = k.exposed[j];
+    stages.push_back({{"pp_rank", i}, {"compute_s", k.compute}, {"idle_s", k.idle}, {"bubble_fraction", k.bubble_fraction},
+                      {"exposed_comm_s", e}, {"peak_bytes", k.peak_bytes}, {"peak_inflight_microbatches", k.peak_inflight}});
+  }
+  return {{"scenario", job.name},
+          {"gpus", job.layout.gpus()},
+          {"schedule", std::string(schedule_name(job.layout.schedule))},
+          {"microbatches", job.microbatches()},
+          {"step_time_s", r.step_time},
+          {"estimate_step_time_s", r.estimate},
+          {"tokens_per_s", r.tokens_per_s},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
+          {"model_tflops_per_gpu", r.model_tflops_per_gpu},
+          {"mfu", r.mfu},
+          {"hfu", r.hfu},
+          {"bubble_fraction", r.bubble_fraction},
+          {"exposed_comm_s", exposed},
+          {"moe_imbalance", r.moe_imbalance},
+          {"stages", stages},
+          {"memory", {{"peak_bytes", r.peak_bytes}, {"capacity_bytes", r.capacity_bytes}, {"fits", r.fits}}},
+          {"training",
+           {{"tokens", r.training.tokens}, {"steps", r.training.steps}, {"days", r.training.days},
+            {"gpu_hours", r.training.gpu_hours}, {"cost_usd", r.training.cost_usd}}},
+          {"critical_path", r.critical_path}};
+}
+
+std::string step_report_table(const Job& job, const StepReport& r) {
+  const ParallelLayout& p = job.layout;
+  std::string out = fmt::format(
+      "{}\n{} × {} · TP{} PP{} DP{} EP{} CP{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
+      job.cluster.gpu.name, p.tp, p.pp, p.dp, p.ep, p.cp, schedule_name(p.schedule), p.zero, job.microbatches(), p.micro_batch);
+  out += fmt::format("step time          {:.3f} s   (analytic estimate {:.3f} s, {:+.1f}%)\n", r.step_time, r.estimate,
+                     100 * (r.estimate / r.step_time - 1));
+  out += fmt::format("tokens/s           {:.4g} total, {:.1f} per GPU\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
+  out += fmt::format("model TFLOP/s/GPU  {:.1f}   MFU {:.1f}%   HFU {:.1f}%   (of the bf16 dense peak)\n", r.model_tflops_per_gpu,
+                     100 * r.mfu, 100 * r.hfu);
+  out += fmt::format("pipeline bubble    {:.1f}% of the step (mean over stages)\n", 100 * r.bubble_fraction);
+  out += "exposed comm       ";
+  for (std::size_t i = 0; i < kCommKinds; ++i)
+    out += fmt::format("{} {:.1f} ms  ", comm_kind_name(static_cast<CommKind>(i)), r.exposed[i] * 1e3);
+  out += "(per step, mean over stages)\n";
+  if (job.model.moe) out += fmt::format("MoE load           busiest EP rank at {:.3f}× the mean\n", r.moe_imbalance);
+  out += fmt::format("memory             peak {} of {} — {}\n\n", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes),
+                     r.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format("{:>8} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}\n", "pp rank", "compute s", "bubble", "tp ms",
+                     "ep ms", "pp ms", "dp ms", "cp ms", "peak GiB", "in flight");
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankStep& k = r.ranks[i];
+    out += fmt::format("{:>8} {:>10.3f} {:>8.1f}% {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>10.1f} {:>9}\n", i, k.compute,
+                       100 * k.bubble_fraction, k.exposed[0] * 1e3, k.exposed[1] * 1e3, k.exposed[2] * 1e3, k.exposed[3] * 1e3,
+                       k.exposed[4] * 1e3, k.peak_bytes / 1073741824.0, k.peak_inflight);
+  }
+  out += "\ncritical path\n";
+  const auto& cp = r.critical_path;
+  const std::size_t keep = 4;
+  for (std::size_t i = 0; i < cp.size(); ++i) {
+    if (cp.size() > 2 * keep + 1 && i == keep) {
+      out += fmt::format("  … {} more runs …\n", cp.size() - 2 * keep);
+      i = cp.size() - keep - 1;
+      continue;
+    }
+    out += "  " + cp[i] + "\n";
+  }
+  const TrainingTotals& t = r.training;
+  if (t.tokens > 0)
+    out += fmt::format("\ntraining {:.4g} tokens: {:.0f} steps, {:.1f} days, {:.4g} GPU-hours ({:.1f}K per trillion tokens), ${:.4g}\n",
+                       t.tokens, t.steps, t.days, t.gpu_hours, t.gpu_hours / (t.tokens / 1e12) / 1e3, t.cost_usd);
+  return out;
+}
+
+}  // namespace plumb

@@ -1,0 +1,47 @@
+#pragma once
+// `plumb run`: one training step simulated, summarised as a user reads it — step time, throughput,
+// MFU, where the time goes, memory per stage — and the totals to train the scenario's token budget.
+#include <array>
+#include <string>
+#include <vector>
+
+#include "models/job.hpp"
+#include "models/json_reader.hpp"
+#include "models/step_builder.hpp"
+#include "models/step_estimate.hpp"
+
+namespace plumb {
+
+struct TrainingTotals {
+  double tokens = 0;
+  double steps = 0;
+  double days = 0;
+  double gpu_hours = 0;
+  double cost_usd = 0;
+};
+
+struct StepReport {
+  double step_time = 0;
+  double estimate = 0;  // the analytic estimator's step time
+  double tokens_per_step = 0;
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double model_tflops_per_gpu = 0;
+  double mfu = 0, hfu = 0;  // against the GPU's dense bf16 peak
+  double bubble_fraction = 0;  // mean over pipeline ranks of idle / step time
+  std::array<double, kCommKinds> exposed{};  // seconds per step, mean over pipeline ranks
+  std::vector<RankStep> ranks;
+  double peak_bytes = 0, capacity_bytes = 0;
+  bool fits = true;
+  double moe_imbalance = 1.0;
+  TrainingTotals training;
+  std::vector<std::string> critical_path;
+};
+
+StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs);
+// Steps, days, GPU-hours and cost to train `job.training.tokens` at `step_time` seconds per step.
+TrainingTotals training_totals(const Job& job, double step_time);
+
+Json step_report_json(const Job& job, const StepReport& r);
+std::string step_report_table(const Job& job, const StepReport& r);
+
+}  // namespace plumb
