@@ -20,6 +20,14 @@ LayerOp elementwise(std::string name, double rows, double read, double write, do
   return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {traffic, traffic, 0}};
 }
 
+// The residual connection after each block: read the block output and the residual stream, write
+// the sum; with bias and dropout (GPT, Megatron-LM's fused bias-dropout-add) also the bias and a
+// one-byte mask (half a 16-bit element).
+LayerOp residual(const ModelSpec& m, double rows, double h) {
+  if (m.dropout) return elementwise("bias+dropout+residual add", rows, 2 * h, 1.5 * h);
+  return elementwise("residual add", rows, 2 * h, h);
+}
+
 // `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
 void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
              const std::string& prefix, CommPoint tp_region) {
@@ -71,12 +79,15 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   ops.push_back({"core attention", OpClass::attention, {score, 2 * score, 0}, {io, 2 * io, 0}});
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
   // output and a one-byte mask (half a 16-bit element); the backward pass moves as much again.
-  if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 2, 2.5));
+  // The batched GEMMs themselves write the scores and read the dropout output back (one element each).
+  if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 3, 3.5));
   ops.push_back(gemm("out projection", T, heads * static_cast<double>(a.out_head_dim()), h, e));
   if (c.tp > 1) ops.back().after = CommPoint::tp_exit;
+  ops.push_back(residual(m, T / sp, h));
   ops.push_back(elementwise("MLP norm", T / sp, h, h));
   if (!m.is_moe_layer(layer)) {
     add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "", tp_region);
+    ops.push_back(residual(m, T / sp, h));
     return ops;
   }
   const MoeSpec& moe = *m.moe;
@@ -92,6 +103,7 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
             "shared expert: ", tp_region);
   ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h));
+  ops.push_back(residual(m, T / sp, h));
   return ops;
 }
 

@@ -7,6 +7,7 @@
 
 #include "models/memory.hpp"
 #include "models/pipeline_run.hpp"
+#include "models/zero_bubble.hpp"
 
 namespace plumb {
 namespace {
@@ -243,6 +244,24 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs) {
   StepSimulation out;
   const ParallelLayout& p = job.layout;
   out.schedule = make_schedule(p.schedule, p.pp, job.microbatches(), p.vp);
+  if (p.schedule == ScheduleKind::zb_h1 || p.schedule == ScheduleKind::zb_h2 || p.schedule == ScheduleKind::zb_v) {
+    // Zero-bubble schedules are ordered for the job's own op times (the slowest stage's).
+    ZeroBubbleSettings z{0, 0, 0, 0, {}};
+    for (const StageCost& c : costs.stages) {
+      z.f = std::max(z.f, c.forward.span());
+      z.b = std::max(z.b, c.input_grad.span());
+      z.w = std::max(z.w, c.weight_grad.span());
+      z.comm = std::max(z.comm, c.p2p);
+    }
+    try {
+      PipelineSchedule tuned = out.schedule;
+      zero_bubble(tuned, z);
+      out.schedule = std::move(tuned);
+    } catch (const ScheduleError&) {
+      // The greedy heuristic can stall under the memory limits with very unequal times (ZB-V); the
+      // equal-time schedule then stands.
+    }
+  }
   const PipelineSchedule& s = out.schedule;
   StepOps ops(job, costs, out);
   ops.add_param_gathers(s);

@@ -11,10 +11,10 @@ struct Chunk {
   double f = 0, b = 0, bi = 0, w = 0, fb = 0;
 };
 
-// The SMs a communication kernel takes slow the compute beside it (proportional rate): overlapping
-// `hidden` seconds of communication with compute costs hidden × comm_sms / sms more.
-double sm_penalty(double hidden, const StepCosts& c) {
-  return hidden * static_cast<double>(c.comm_sms) / static_cast<double>(c.sms);
+// The SMs a communication kernel takes slow the compute beside it (proportional rate): compute that
+// runs `overlapped` seconds beside communication takes overlapped × comm_sms / (sms − comm_sms) more.
+double sm_penalty(double overlapped, const StepCosts& c) {
+  return overlapped * static_cast<double>(c.comm_sms) / static_cast<double>(c.sms - c.comm_sms);
 }
 
 Chunk chunk_of(const StepCosts& c, const std::vector<std::int64_t>& stages) {
@@ -72,10 +72,10 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
       // Qi et al. Table 2 bubbles over the slowest rank's busy time; ZB-V runs 2p half chunks.
       const double chunks = p.schedule == ScheduleKind::zb_v ? 2.0 : 1.0;
       double busy = worst([&](const Chunk& k) { return chunks * m * (k.f + k.bi + k.w); });
-      const Chunk& k = ranks.front();
-      double bubble = p.schedule == ScheduleKind::zb_h1   ? (pp - 1) * (k.f + k.bi - k.w)
-                      : p.schedule == ScheduleKind::zb_h2 ? (pp - 1) * std::max(0.0, k.f + k.bi - 2 * k.w)
-                                                          : (pp - 1) * std::max(0.0, k.f + k.bi - 2 * k.w) / 2;
+      // The bubble is set by the slowest rank's F + B − W (−2W where H2 and V fill it twice over).
+      const double fill = p.schedule == ScheduleKind::zb_h1 ? 1.0 : 2.0;
+      double gap = worst([&](const Chunk& k) { return std::max(0.0, k.f + k.bi - fill * k.w); });
+      double bubble = (pp - 1) * gap / (p.schedule == ScheduleKind::zb_v ? 2.0 : 1.0);
       e.pipeline = busy + bubble + hops;
       break;
     }
@@ -92,9 +92,11 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
       for (std::int64_t r = 0; r < p.pp; ++r) {
         std::vector<std::int64_t> st = stages_of_rank(p.schedule, r, p.pp, p.vp);
         const StageCost& a = c.stages[static_cast<std::size_t>(st[0])];
-        double fb = std::max(a.fb_overlap, 0.0);
-        double hidden = a.forward.span() + a.backward.span() - fb;  // communication now under compute
-        fb += sm_penalty(std::min(hidden, a.forward.compute() + a.backward.compute()), c);
+        // The pair ends when its longer stream does: communication, or compute slowed by the SMs the
+        // communication holds while they overlap.
+        double compute = a.forward.compute() + a.backward.compute();
+        double comm = a.forward.span() + a.backward.span() - compute;
+        double fb = std::max(a.fb_overlap, compute + sm_penalty(std::min(comm, compute), c));
         fb_worst = std::max(fb_worst, fb);
         double pairs = std::clamp(chunks - 3 * n / 2 + 1 + static_cast<double>(std::min<std::int64_t>(r, p.pp - 1 - r)), 0.0, chunks);
         const Chunk& k = ranks[static_cast<std::size_t>(r)];

@@ -148,8 +148,8 @@ PipelineSchedule automatic_zero_bubble(ScheduleKind kind, std::int64_t ranks, st
   return s;
 }
 
-void zero_bubble(PipelineSchedule& s) {
-  ZeroBubbleSettings z;
+void zero_bubble(PipelineSchedule& s, ZeroBubbleSettings z) {
+  z.memory_limit.clear();
   for (std::int64_t r = 0; r < s.ranks; ++r) {
     switch (s.kind) {
       case ScheduleKind::zb_h1: z.memory_limit.push_back(s.ranks - r); break;

@@ -26,7 +26,8 @@ PipelineSchedule automatic_zero_bubble(ScheduleKind kind, std::int64_t ranks, st
 
 // ZB-H1, ZB-H2 and ZB-V as functions of (ranks, micro-batches): the automatic heuristic run with
 // T_F = T_B = T_W and the schedules' memory limits: 1F1B's p − r for ZB-H1, 2(p − r) − 1 for ZB-H2,
-// and 2p half-size chunks (p·M_B) for ZB-V.
-void zero_bubble(PipelineSchedule& s);
+// and 2p half-size chunks (p·M_B) for ZB-V. With `costs`, the heuristic orders the ops for those
+// times instead (what Qi et al. do with profiled times); the memory limits stay the schedule's.
+void zero_bubble(PipelineSchedule& s, ZeroBubbleSettings costs = {});
 
 }  // namespace plumb
