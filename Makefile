@@ -19,6 +19,8 @@ asan: deps
 
 demo: release
 	./build/cpu-release/cli/plumb memory $(SCENARIO)
+	./build/cpu-release/cli/plumb run $(SCENARIO) --trace build/step-trace.json
+	@echo "timeline: build/step-trace.json (open it in https://ui.perfetto.dev)"
 
 test: debug asan
 	ctest --preset cpu-debug -j $(JOBS)

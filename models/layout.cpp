@@ -169,6 +169,9 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
   if (p.cp > 1 && training.seq_len % (2 * p.cp) != 0)
     error("/training/seq_len", fmt::format("seq_len {} is not a multiple of 2·cp = {} (context parallelism splits each "
                                            "sequence into 2·cp chunks)", training.seq_len, 2 * p.cp));
+  if (p.comm_sms >= cluster.gpu.sms)
+    error("/parallel/comm_sms", fmt::format("communication kernels cannot hold {} SMs of the {} the GPU has; give fewer", p.comm_sms,
+                                            cluster.gpu.sms));
   if (p.sequence_parallel && (training.seq_len / p.cp) % p.tp != 0)
     error("/parallel/sequence_parallel", fmt::format("sequence parallelism needs seq_len / cp = {} to be a multiple of tp {}",
                                                      training.seq_len / p.cp, p.tp));

@@ -307,7 +307,7 @@ StepCosts step_costs(const Job& job) {
   OpContext ctx = op_context(job);
   StepCosts out;
   out.sms = static_cast<std::int32_t>(job.cluster.gpu.sms);
-  out.comm_sms = std::min(p.comm_sms, out.sms - 1);
+  out.comm_sms = p.comm_sms;  // below the SM count: finalize_layout checks it
   out.moe_imbalance = coster.imbalance();
 
   // Each layer kind is costed once: every dense layer is alike, and so is every MoE layer.
