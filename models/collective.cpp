@@ -258,15 +258,12 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
     consider(CollectiveAlgo::point_to_point, ring(op, bytes, g, links, protocols));
   } else if (algo == CollectiveAlgo::automatic) {
     consider(CollectiveAlgo::ring, ring(op, bytes, g, links, protocols));
-    auto optional = [&](CollectiveAlgo a, auto&& cost) {
-      try {
-        consider(a, cost());
-      } catch (const std::invalid_argument&) {  // not applicable here
-      }
-    };
-    optional(CollectiveAlgo::tree, [&] { return tree(op, bytes, g, links, protocols); });
-    optional(CollectiveAlgo::nvls, [&] { return nvls(op, bytes, g, links); });
-    optional(CollectiveAlgo::hierarchical, [&] { return hierarchical(op, bytes, g, links, protocols); });
+    // The others where they apply (the same conditions their functions refuse with a message).
+    if (op == CollectiveOp::all_reduce || op == CollectiveOp::broadcast)
+      consider(CollectiveAlgo::tree, tree(op, bytes, g, links, protocols));
+    if (op == CollectiveOp::all_reduce && g.nodes == 1 && links.nvls_algbw)
+      consider(CollectiveAlgo::nvls, nvls(op, bytes, g, links));
+    if (g.nodes > 1 && g.per_node() > 1) consider(CollectiveAlgo::hierarchical, hierarchical(op, bytes, g, links, protocols));
   } else {
     switch (algo) {
       case CollectiveAlgo::ring: consider(algo, ring(op, bytes, g, links, protocols)); break;

@@ -73,9 +73,12 @@ GroupSpan Placement::span_of(const std::vector<Axis>& axes, const std::string& n
   const Axis& axis = *std::find_if(axes.begin(), axes.end(), [&](const Axis& a) { return a.name == name; });
   GroupSpan s{name, axis.size, ranks_ / axis.size, ranks_, 0, 0};
   std::vector<std::int64_t> nodes;
-  // A group is every rank that differs from its first member only along `axis`.
-  for (std::int64_t first = 0; first < ranks_; ++first) {
-    if ((first / axis.stride) % axis.size != 0) continue;
+  // A group is every rank that differs from its first member only along `axis`; first members are
+  // a·stride·size + b with b < stride. How a group falls on nodes depends only on where its first
+  // member sits within a node, and those offsets repeat after gpus_per_node steps of a and of b.
+  const std::int64_t period = axis.stride * axis.size;
+  const std::int64_t blocks = std::min(ranks_ / period, gpus_per_node_), offsets = std::min(axis.stride, gpus_per_node_);
+  auto measure = [&](std::int64_t first) {
     nodes.clear();
     for (std::int64_t k = 0; k < axis.size; ++k) nodes.push_back(node_of(first + k * axis.stride));
     std::sort(nodes.begin(), nodes.end());
@@ -88,7 +91,9 @@ GroupSpan Placement::span_of(const std::vector<Axis>& axes, const std::string& n
     s.nodes_min = std::min(s.nodes_min, distinct);
     s.nodes_max = std::max(s.nodes_max, distinct);
     s.gpus_per_node_max = std::max(s.gpus_per_node_max, most);
-  }
+  };
+  for (std::int64_t a = 0; a < blocks; ++a)
+    for (std::int64_t b = 0; b < offsets; ++b) measure(a * period + b);
   return s;
 }
 
