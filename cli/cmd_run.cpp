@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "models/schedule_report.hpp"
 #include "models/step_report.hpp"
 #include "sim/outputs.hpp"
 
@@ -14,6 +15,13 @@ int run_run(const Args& args) {
   StepSimulation sim = simulate_step(job, costs);
   StepReport report = make_step_report(job, sim, costs);
   if (args.flag("--trace")) write_file(args.value("--trace"), sim::chrome_trace(sim.graph, sim.machine, sim.result));
+  if (args.flag("--svg")) {
+    const PipelineSchedule& s = sim.schedule;
+    write_file(args.value("--svg"),
+               schedule_svg(s, placed_step_ops(sim), sim.step_time,
+                            fmt::format("{} · {} · {} micro-batches · step {:.3f} s (ops with their communication)", job.name,
+                                        schedule_name(s.kind), s.microbatches, sim.step_time)));
+  }
   if (args.flag("--json")) std::cout << step_report_json(job, report).dump(2) << "\n";
   else std::cout << step_report_table(job, report);
   return report.fits ? kOk : kInfeasible;
@@ -24,7 +32,7 @@ int run_run(const Args& args) {
 const Command& run_command() {
   static const Command command{
       {"run",
-       "plumb run SCENARIO [--json] [--trace t.json] [--set key=value ...]",
+       "plumb run SCENARIO [--json] [--trace t.json] [--svg t.svg] [--set key=value ...]",
        "Simulates one optimizer step on the discrete-event engine: the pipeline schedule with every op's\n"
        "compute and communication (TP, EP, CP, PP, DP), gradient reduction, ZeRO gathers and the\n"
        "optimizer. Prints step time, tokens/s, MFU, bubbles, exposed communication, memory per stage\n"
@@ -32,6 +40,7 @@ const Command& run_command() {
        {"SCENARIO"},
        {{"--json", "", "print the report as JSON"},
         {"--trace", "FILE", "write the step's timeline as a Chrome trace (open in Perfetto)"},
+        {"--svg", "FILE", "draw the pipeline schedule as it ran, op by op per rank, as an SVG"},
         {"--set", "KEY=VALUE", "override a scenario field, e.g. --set parallel.micro_batch=2 (repeatable)", true}}},
       run_run};
   return command;

@@ -29,14 +29,9 @@ const char* kind_colour(OpKind k) {
   return "#999";
 }
 
-struct Placed {
-  const PipeOp* op;
-  double start, end;
-};
-
 // Each rank's ops with their simulated start and end, in cost units.
-std::vector<std::vector<Placed>> placed_ops(const PipelineSchedule& s, const ScheduleRun& run) {
-  std::vector<std::vector<Placed>> rows(static_cast<std::size_t>(s.ranks));
+std::vector<std::vector<PlacedOp>> placed_ops(const PipelineSchedule& s, const ScheduleRun& run) {
+  std::vector<std::vector<PlacedOp>> rows(static_cast<std::size_t>(s.ranks));
   for (std::size_t t = 0; t < run.task_op.size(); ++t) {
     auto [rank, index] = run.task_op[t];
     if (rank < 0) continue;
@@ -58,7 +53,7 @@ std::string schedule_grid(const PipelineSchedule& s, const ScheduleRun& run, int
   double smallest = run.makespan;
   auto rows = placed_ops(s, run);
   for (const auto& row : rows)
-    for (const Placed& p : row)
+    for (const PlacedOp& p : row)
       if (p.end > p.start) smallest = std::min(smallest, p.end - p.start);
   double scale = std::min(2.0 / std::max(smallest, 1e-9), static_cast<double>(max_width) / std::max(run.makespan, 1e-9));
   int width = static_cast<int>(std::ceil(run.makespan * scale));
@@ -67,7 +62,7 @@ std::string schedule_grid(const PipelineSchedule& s, const ScheduleRun& run, int
   out += "F forward  B backward  b input-gradient  W weight-gradient  X F&B  . idle (numbers: micro-batch)\n\n";
   for (std::size_t r = 0; r < rows.size(); ++r) {
     std::string line(static_cast<std::size_t>(width), '.');
-    for (const Placed& p : rows[r]) {
+    for (const PlacedOp& p : rows[r]) {
       int from = static_cast<int>(std::lround(p.start * scale)), to = static_cast<int>(std::lround(p.end * scale));
       if (to <= from) continue;
       std::string label = op_label(*p.op);
@@ -83,20 +78,25 @@ std::string schedule_grid(const PipelineSchedule& s, const ScheduleRun& run, int
 }
 
 std::string schedule_svg(const PipelineSchedule& s, const ScheduleRun& run) {
-  const double unit = 900.0 / std::max(run.makespan, 1e-9), row = 28, left = 70, top = 40;
+  return schedule_svg(s, placed_ops(s, run), run.makespan,
+                      fmt::format("{} · {} ranks · {} micro-batches · makespan {:.4g}", schedule_name(s.kind), s.ranks,
+                                  s.microbatches, run.makespan));
+}
+
+std::string schedule_svg(const PipelineSchedule& s, const std::vector<std::vector<PlacedOp>>& rows, double makespan,
+                         const std::string& title) {
+  const double unit = 900.0 / std::max(makespan, 1e-9), row = 28, left = 70, top = 40;
   const double height = top + row * static_cast<double>(s.ranks) + 50;
   std::string out = fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)"
       "\n",
       left + 900 + 20, height);
-  out += fmt::format(R"(<text x="{}" y="20" font-size="14">{} · {} ranks · {} micro-batches · makespan {:.4g}</text>)" "\n",
-                     left, schedule_name(s.kind), s.ranks, s.microbatches, run.makespan);
-  auto rows = placed_ops(s, run);
+  out += fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)" "\n", left, title);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     double y = top + row * static_cast<double>(r);
     out += fmt::format(R"(<text x="5" y="{:.1f}">rank {}</text>)" "\n", y + row * 0.65, r);
     out += fmt::format(R"(<rect x="{}" y="{:.1f}" width="900" height="{:.1f}" fill="#eeeeee"/>)" "\n", left, y, row - 4);
-    for (const Placed& p : rows[r]) {
+    for (const PlacedOp& p : rows[r]) {
       double x = left + p.start * unit, w = (p.end - p.start) * unit;
       out += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.5"><title>{} {}</title></rect>)" "\n",
                          x, y, w, row - 4, kind_colour(p.op->kind), op_kind_symbol(p.op->kind), op_label(*p.op));
@@ -131,7 +131,7 @@ Json schedule_json(const PipelineSchedule& s, const ScheduleRun& run) {
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const RankTiming& t = run.ranks[r];
     Json ops = Json::array();
-    for (const Placed& p : rows[r]) {
+    for (const PlacedOp& p : rows[r]) {
       Json o{{"kind", std::string(op_kind_symbol(p.op->kind))}, {"mb", p.op->work.mb}, {"stage", p.op->work.stage},
              {"direction", s.direction(p.op->work.stage, p.op->work.mb)}, {"start", p.start}, {"end", p.end}};
       if (p.op->kind == OpKind::forward_backward)

@@ -10,6 +10,13 @@ namespace plumb {
 
 std::string schedule_grid(const PipelineSchedule& s, const ScheduleRun& run, int max_width = 120);
 std::string schedule_svg(const PipelineSchedule& s, const ScheduleRun& run);
+// The same picture from any timing of the schedule's ops: per rank, each op with its start and end.
+struct PlacedOp {
+  const PipeOp* op;
+  double start, end;
+};
+std::string schedule_svg(const PipelineSchedule& s, const std::vector<std::vector<PlacedOp>>& rows, double makespan,
+                         const std::string& title);
 Json schedule_json(const PipelineSchedule& s, const ScheduleRun& run);
 
 // Every schedule on the same devices and model: per-op costs are for one rank's share of the model

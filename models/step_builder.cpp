@@ -7,6 +7,7 @@
 
 #include "models/memory.hpp"
 #include "models/pipeline_run.hpp"
+#include "models/schedule_report.hpp"
 #include "models/zero_bubble.hpp"
 
 namespace plumb {
@@ -49,6 +50,14 @@ class StepOps final : public PipelineHooks {
   }
 
   OpTasks add_op(std::int64_t rank, const PipeOp& o) override {
+    const auto first = static_cast<sim::TaskId>(out_.graph.size());
+    OpTasks t = expand(rank, o);
+    out_.op_tasks.resize(static_cast<std::size_t>(job_.layout.pp));
+    out_.op_tasks[static_cast<std::size_t>(rank)].emplace_back(first, static_cast<sim::TaskId>(out_.graph.size()));
+    return t;
+  }
+
+  OpTasks expand(std::int64_t rank, const PipeOp& o) {
     const StageCost& c = costs_.stages[static_cast<std::size_t>(o.work.stage)];
     OpTasks t;
     switch (o.kind) {
@@ -318,6 +327,23 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs) {
     out.ranks[r].peak_inflight = inflight[r];
   }
   return out;
+}
+
+std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s) {
+  std::vector<std::vector<PlacedOp>> rows(s.op_tasks.size());
+  for (std::size_t r = 0; r < s.op_tasks.size(); ++r)
+    for (std::size_t i = 0; i < s.op_tasks[r].size(); ++i) {
+      auto [first, last] = s.op_tasks[r][i];
+      sim::Time start = sim::kNever, end = 0;
+      for (sim::TaskId t = first; t < last; ++t) {
+        if (s.graph.kind(t) == sim::TaskKind::marker) continue;
+        start = std::min(start, s.result.start[t]);
+        end = std::max(end, s.result.end[t]);
+      }
+      if (start == sim::kNever) continue;
+      rows[r].push_back({&s.schedule.ops[r][i], seconds_of(start), seconds_of(end)});
+    }
+  return rows;
 }
 
 std::vector<std::string> critical_path_summary(const StepSimulation& s) {

@@ -36,6 +36,8 @@ struct StepSimulation {
   sim::SimResult result;
   std::vector<std::int8_t> task_comm;    // per task: the CommKind, or −1 for compute and markers
   std::vector<std::int32_t> task_rank;   // per task
+  // Per rank, per schedule op: the tasks it became, [first, last).
+  std::vector<std::vector<std::pair<sim::TaskId, sim::TaskId>>> op_tasks;
 };
 
 // Throws ScheduleError when the job's schedule cannot be built for its pipeline.
@@ -44,5 +46,9 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs);
 // The chain of work that set the step time, in a few lines: runs of tasks on one rank, with their
 // time by kind.
 std::vector<std::string> critical_path_summary(const StepSimulation& s);
+
+// Each rank's schedule ops with when they ran (seconds): first task start to last task end.
+struct PlacedOp;
+std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s);
 
 }  // namespace plumb

@@ -8,6 +8,7 @@
 #include "models/catalogue.hpp"
 #include "models/flops.hpp"
 #include "models/memory.hpp"
+#include "models/schedule_report.hpp"
 #include "models/step_report.hpp"
 
 using namespace plumb;
@@ -212,4 +213,21 @@ TEST_CASE("Megatron SC'21 Table 1: the model errs by a common factor on every ro
     hi = std::max(hi, err);
   }
   CHECK(hi - lo < 0.15);
+}
+
+TEST_CASE("every op of the schedule is placed on the step's timeline in its rank's order") {
+  Job job = scenario("deepseek-v3-2048xh800.json");
+  StepCosts costs = step_costs(job);
+  StepSimulation sim = simulate_step(job, costs);
+  auto rows = placed_step_ops(sim);
+  REQUIRE(rows.size() == 16);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    INFO("rank " << r);
+    CHECK(rows[r].size() == sim.schedule.ops[r].size());
+    for (std::size_t i = 0; i < rows[r].size(); ++i) {
+      CHECK(rows[r][i].start < rows[r][i].end);
+      CHECK(rows[r][i].end <= sim.step_time);
+      if (i > 0) CHECK(rows[r][i].start >= rows[r][i - 1].start);  // one compute stream runs them in order
+    }
+  }
 }
