@@ -102,17 +102,17 @@ class StepOps final : public PipelineHooks {
 
   sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind) {
     sim::TaskId t = out_.graph.add_compute(label, stream, ticks(seconds), costs_.comm_sms);
-    note(t, rank, static_cast<std::int8_t>(kind));
+    note(rank, static_cast<std::int8_t>(kind));
     return t;
   }
   sim::TaskId compute_task(std::int64_t rank, const std::string& label, double seconds) {
     sim::TaskId t = out_.graph.add_compute(label, streams[static_cast<std::size_t>(rank)].compute, ticks(seconds));
-    note(t, rank, -1);
+    note(rank, -1);
     return t;
   }
   sim::TaskId marker(std::int64_t rank, const std::string& label) {
     sim::TaskId t = out_.graph.add_marker(label);
-    note(t, rank, -1);
+    note(rank, -1);
     return t;
   }
 
@@ -121,10 +121,10 @@ class StepOps final : public PipelineHooks {
   std::map<std::pair<std::int64_t, std::int64_t>, sim::TaskId> first_gather;  // (rank, stage) → its first bucket
 
  private:
-  void note(sim::TaskId t, std::int64_t rank, std::int8_t kind) {
+  // Per task, in creation order: which rank it runs on and what kind of communication it is.
+  void note(std::int64_t rank, std::int8_t kind) {
     out_.task_comm.push_back(kind);
     out_.task_rank.push_back(static_cast<std::int32_t>(rank));
-    (void)t;
   }
 
   // Expands one or two passes (two: DualPipe's F&B) into tasks. Segments are created in the order

@@ -142,6 +142,14 @@ struct Groups {
   bool pp_crosses_nodes = false;
 };
 
+// A group of `size` GPUs over at least `nodes` nodes, spread evenly as the collective model needs:
+// the next node count that divides the group.
+GroupPlacement even_group(std::int64_t size, std::int64_t nodes) {
+  nodes = std::clamp<std::int64_t>(nodes, 1, std::max<std::int64_t>(1, size));
+  while (size % nodes != 0) ++nodes;
+  return {size, nodes};
+}
+
 Groups groups_of(const Job& job) {
   Groups g;
   g.links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
@@ -149,8 +157,7 @@ Groups groups_of(const Job& job) {
   auto placement = Placement::make(job.layout, job.cluster.fabric.gpus_per_node, &why);
   if (!placement) throw std::invalid_argument(why);
   for (const GroupSpan& s : placement->spans()) {
-    GroupPlacement p{s.size, std::max<std::int64_t>(1, s.nodes_max)};
-    if (s.size % p.nodes != 0) p.nodes = 1 + (s.size - 1) / std::max<std::int64_t>(1, s.gpus_per_node_max);
+    GroupPlacement p = even_group(s.size, s.nodes_max);
     if (s.kind == "tp") g.tp = p;
     else if (s.kind == "ep") g.ep = p;
     else if (s.kind == "cp") g.cp = p;
@@ -255,10 +262,10 @@ class StageCoster {
   // dense and expert data-parallel groups (DualPipe: each stage's two mirror ranks join its group).
   double data_parallel(CollectiveOp op, const StageParams& p, double bytes) const {
     GroupPlacement dense = groups_.dp, expert = groups_.edp;
-    if (job_.layout.cp > 1) dense = {dense.gpus * job_.layout.cp, std::max(dense.nodes, groups_.cp.nodes)};
+    if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);
     if (job_.layout.schedule == ScheduleKind::dualpipe) {
-      dense = {dense.gpus * 2, dense.nodes * 2};
-      expert = {expert.gpus * 2, expert.nodes * 2};
+      dense = even_group(dense.gpus * 2, dense.nodes * 2);
+      expert = even_group(expert.gpus * 2, expert.nodes * 2);
     }
     return collective_seconds(op, p.dense * bytes, dense, groups_.links) +
            collective_seconds(op, p.expert * bytes, expert, groups_.links);

@@ -231,3 +231,22 @@ TEST_CASE("every op of the schedule is placed on the step's timeline in its rank
     }
   }
 }
+
+TEST_CASE("context parallelism and ZeRO-3 add their communication where it belongs") {
+  // CP: the ring exchange runs beside each layer's attention, forward and (twice the bytes) backward.
+  Job cp = scenario("llama3-405b-16k-h100.json", {"parallel.cp=2", "parallel.dp=64"});
+  StepCosts c = step_costs(cp);
+  const StageCost& s = c.stages[1];
+  CHECK(s.forward.comm(CommKind::cp) > 0);
+  CHECK(relative(s.input_grad.comm(CommKind::cp), 2 * s.forward.comm(CommKind::cp)) < 1e-9);
+  Run r = run(cp);
+  CHECK(relative(r.report.estimate, r.report.step_time) < 0.03);
+  // ZeRO-3: no once-per-step reduction or gather; every pass gathers in the background instead.
+  Job z3 = scenario("llama3-405b-16k-h100.json", {"parallel.zero=3"});
+  StepCosts d = step_costs(z3);
+  CHECK(d.stages[1].grad_sync == 0);
+  CHECK(d.stages[1].param_gather == 0);
+  CHECK(d.stages[1].forward.background > 0);
+  CHECK(d.stages[1].backward.background > d.stages[1].forward.background);  // gather and scatter
+  CHECK(simulate_step(z3, d).step_time > 0);
+}
