@@ -17,6 +17,11 @@ TrainingTotals training_totals(const Job& job, double step_time) {
   t.days = seconds / 86400.0;
   t.gpu_hours = seconds / 3600.0 * static_cast<double>(job.layout.gpus());
   t.cost_usd = t.gpu_hours * job.training.price_per_gpu_hour;
+  t.resilience = resilience_of(job);
+  double stretch = t.resilience.goodput > 0 ? 1.0 / t.resilience.goodput : 0.0;
+  t.days_with_failures = t.days * stretch;
+  t.gpu_hours_with_failures = t.gpu_hours * stretch;
+  t.cost_usd_with_failures = t.cost_usd * stretch;
   return t;
 }
 
@@ -78,7 +83,14 @@ Json step_report_json(const Job& job, const StepReport& r) {
           {"memory", {{"peak_bytes", r.peak_bytes}, {"capacity_bytes", r.capacity_bytes}, {"fits", r.fits}}},
           {"training",
            {{"tokens", r.training.tokens}, {"steps", r.training.steps}, {"days", r.training.days},
-            {"gpu_hours", r.training.gpu_hours}, {"cost_usd", r.training.cost_usd}}},
+            {"gpu_hours", r.training.gpu_hours}, {"cost_usd", r.training.cost_usd}, {"goodput", r.training.resilience.goodput},
+            {"checkpoint_bytes", r.training.resilience.checkpoint_bytes},
+            {"checkpoint_s", r.training.resilience.checkpoint_seconds},
+            {"checkpoint_interval_s", r.training.resilience.interval_seconds},
+            {"job_mtbf_s", r.training.resilience.job_mtbf_seconds},
+            {"days_with_failures", r.training.days_with_failures},
+            {"gpu_hours_with_failures", r.training.gpu_hours_with_failures},
+            {"cost_usd_with_failures", r.training.cost_usd_with_failures}}},
           {"critical_path", r.critical_path}};
 }
 
@@ -120,9 +132,16 @@ std::string step_report_table(const Job& job, const StepReport& r) {
     out += "  " + cp[i] + "\n";
   }
   const TrainingTotals& t = r.training;
-  if (t.tokens > 0)
+  if (t.tokens > 0) {
     out += fmt::format("\ntraining {:.4g} tokens: {:.0f} steps, {:.1f} days, {:.4g} GPU-hours ({:.1f}K per trillion tokens), ${:.4g}\n",
                        t.tokens, t.steps, t.days, t.gpu_hours, t.gpu_hours / (t.tokens / 1e12) / 1e3, t.cost_usd);
+    const Resilience& f = t.resilience;
+    if (f.job_mtbf_seconds > 0)
+      out += fmt::format("with failures: a failure every {:.1f} h; checkpoint of {} in {:.1f} s every {:.1f} min (Young); goodput "
+                         "{:.1f}% → {:.1f} days, {:.4g} GPU-hours, ${:.4g}\n",
+                         f.job_mtbf_seconds / 3600, format_bytes(f.checkpoint_bytes), f.checkpoint_seconds, f.interval_seconds / 60,
+                         100 * f.goodput, t.days_with_failures, t.gpu_hours_with_failures, t.cost_usd_with_failures);
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "models/job.hpp"
 #include "models/json_reader.hpp"
+#include "models/resilience.hpp"
 #include "models/step_builder.hpp"
 #include "models/step_estimate.hpp"
 
@@ -15,9 +16,11 @@ namespace plumb {
 struct TrainingTotals {
   double tokens = 0;
   double steps = 0;
-  double days = 0;
+  double days = 0;       // at the simulated step time, nothing failing
   double gpu_hours = 0;
   double cost_usd = 0;
+  Resilience resilience;  // failures, restarts and Young's checkpoint interval
+  double days_with_failures = 0, gpu_hours_with_failures = 0, cost_usd_with_failures = 0;
 };
 
 struct StepReport {

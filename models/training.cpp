@@ -62,6 +62,9 @@ TrainingSpec read_training(ObjectReader& r) {
       r.error("moe_imbalance", fmt::format("expected \"balanced\", \"sampled\" or a max/mean load ≥ 1, found {}", json_brief(*imbalance)));
     else t.moe_imbalance = r.number("moe_imbalance", Need::optional, 1.0, 1e3).value_or(1.0);
   }
+  t.failures_per_gpu_hour = r.number("failures_per_gpu_hour", Need::optional, 0.0, 1.0).value_or(t.failures_per_gpu_hour);
+  t.checkpoint_bandwidth = r.quantity("checkpoint_bandwidth", Dimension::bandwidth, Need::optional).value_or(t.checkpoint_bandwidth);
+  t.restart_time = r.quantity("restart_time", Dimension::time, Need::optional).value_or(t.restart_time);
   t.routing_seed = static_cast<std::uint64_t>(r.integer("routing_seed", Need::optional, 0, 1'000'000'000).value_or(0));
   if (const Json* opt = r.child("optimizer", Need::optional)) {
     ObjectReader o(*opt, r.pointer("optimizer"), r.source());

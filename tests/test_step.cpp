@@ -250,3 +250,26 @@ TEST_CASE("context parallelism and ZeRO-3 add their communication where it belon
   CHECK(d.stages[1].backward.background > d.stages[1].forward.background);  // gather and scatter
   CHECK(simulate_step(z3, d).step_time > 0);
 }
+
+TEST_CASE("failures: Llama 3's interruption rate, Young's interval and the goodput Meta reports") {
+  Job job = scenario("llama3-405b-16k-h100.json");
+  Resilience f = resilience_of(job);
+  // 419 unexpected interruptions in 54 days on 16,384 GPUs: one every 54 · 24 / 419 = 3.09 hours.
+  CHECK(relative(f.job_mtbf_seconds, 54.0 * 24 * 3600 / 419) < 1e-9);
+  CHECK(relative(f.interval_seconds, std::sqrt(2 * f.checkpoint_seconds * f.job_mtbf_seconds)) < 1e-12);
+  // Young's interval minimises the waste: a little shorter or longer loses more.
+  auto waste = [&](double tau) { return f.checkpoint_seconds / tau + (tau / 2 + f.restart_seconds) / f.job_mtbf_seconds; };
+  CHECK(waste(f.interval_seconds) < waste(0.8 * f.interval_seconds));
+  CHECK(waste(f.interval_seconds) < waste(1.25 * f.interval_seconds));
+  CHECK(relative(1 - f.goodput, waste(f.interval_seconds)) < 1e-12);
+  // Meta: "more than 90% effective training time" at this scale.
+  CHECK(f.goodput > 0.90);
+  CHECK(f.goodput < 0.95);
+  // Fewer GPUs fail less often; no failures means no loss.
+  Job small = scenario("deepseek-v3-2048xh800.json");
+  CHECK(resilience_of(small).goodput > f.goodput);
+  Job never = scenario("deepseek-v3-2048xh800.json", {"training.failures_per_gpu_hour=0"});
+  CHECK(resilience_of(never).goodput == 1.0);
+  StepReport r = run(small).report;
+  CHECK(relative(r.training.days_with_failures * r.training.resilience.goodput, r.training.days) < 1e-12);
+}
