@@ -43,7 +43,9 @@ Args::Args(const CommandSpec& spec, const std::vector<std::string>& argv) {
     if (!it->repeatable && values_.count(name)) throw UsageError(fmt::format("{} given twice", name));
     values_[name].push_back(value);
   }
-  if (positionals_.size() != spec.positionals.size()) {
+  // A last positional named "NAME..." takes one or more arguments.
+  const bool variadic = !spec.positionals.empty() && spec.positionals.back().ends_with("...");
+  if (variadic ? positionals_.size() < spec.positionals.size() : positionals_.size() != spec.positionals.size()) {
     std::string expected;
     for (const std::string& p : spec.positionals) expected += " " + p;
     throw UsageError(fmt::format("expected{} but got {} argument{}", expected.empty() ? " no arguments" : expected,

@@ -39,6 +39,7 @@ class Args {
   double number(const std::string& name, double fallback, double min, double max) const;
   std::int64_t integer(const std::string& name, std::int64_t fallback, std::int64_t min, std::int64_t max) const;
   const std::string& positional(std::size_t i) const { return positionals_.at(i); }
+  const std::vector<std::string>& positionals() const { return positionals_; }
 
  private:
   std::map<std::string, std::vector<std::string>> values_;

@@ -19,6 +19,8 @@ const Command& schedule_command();
 const Command& collective_command();
 const Command& ops_command();
 const Command& run_command();
+const Command& plan_command();
+const Command& merge_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);

@@ -71,6 +71,7 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
       ObjectReader tr(*t, "/training", src);
       job.training = read_training(tr);
     }
+    if (const Json* p = r.child("plan", Need::optional)) job.plan = *p;
   }
   diagnostics.throw_if_any();
   job.model = std::move(*model);

@@ -18,6 +18,7 @@ struct Job {
   Cluster cluster;
   ParallelLayout layout;
   TrainingSpec training;
+  Json plan;  // the scenario's "plan" section as written (read by models/plan_space), null if absent
 
   std::int64_t microbatches() const { return plumb::microbatches(layout, training); }
 };

@@ -14,11 +14,11 @@ namespace {
 
 constexpr std::int64_t kMaxParallel = 1'048'576;
 
-Recompute read_recompute(ObjectReader& r) {
+}  // namespace
+
+Recompute read_recompute(const Json& value, const std::string& pointer, const SourceFile& src) {
   Recompute rc;
-  const Json* v = r.child("recompute", Need::optional);
-  if (!v) return rc;
-  std::string pointer = r.pointer("recompute");
+  const Json* v = &value;
   auto apply = [&](const std::string& word, const std::string& at) {
     if (word == "none") return;
     if (word == "full") rc.full = true;
@@ -29,7 +29,7 @@ Recompute read_recompute(ObjectReader& r) {
     else {
       std::vector<std::string> words{"none", "selective", "full", "core_attention", "norm", "mla_up_proj", "activation"};
       std::string hint = nearest_word(word, words);
-      r.source().error(at, fmt::format("\"{}\" is not a recomputation: use \"none\", \"selective\", \"full\" or a list of "
+      src.error(at, fmt::format("\"{}\" is not a recomputation: use \"none\", \"selective\", \"full\" or a list of "
                                        "\"core_attention\", \"norm\", \"mla_up_proj\", \"activation\"{}",
                                        word, hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
     }
@@ -42,7 +42,7 @@ Recompute read_recompute(ObjectReader& r) {
     for (std::size_t i = 0; i < v->size(); ++i) {
       std::string at = json_pointer_append(pointer, std::to_string(i));
       if (!(*v)[i].is_string()) {
-        r.source().error(at, fmt::format("expected a recomputation name, found {}", json_brief((*v)[i])));
+        src.error(at, fmt::format("expected a recomputation name, found {}", json_brief((*v)[i])));
         continue;
       }
       apply((*v)[i].get<std::string>(), at);
@@ -50,9 +50,16 @@ Recompute read_recompute(ObjectReader& r) {
     }
     rc.label = words.empty() ? "none" : fmt::format("{}", fmt::join(words, "+"));
   } else {
-    r.source().error(pointer, fmt::format("expected \"none\", \"selective\", \"full\" or a list, found {}", json_brief(*v)));
+    src.error(pointer, fmt::format("expected \"none\", \"selective\", \"full\" or a list, found {}", json_brief(*v)));
   }
   return rc;
+}
+
+namespace {
+
+Recompute read_recompute(ObjectReader& r) {
+  const Json* v = r.child("recompute", Need::optional);
+  return v ? read_recompute(*v, r.pointer("recompute"), r.source()) : Recompute{};
 }
 
 std::vector<std::string> read_order(ObjectReader& r) {

@@ -46,6 +46,9 @@ struct ParallelLayout {
   std::int64_t stages() const { return stage_count(schedule, pp, vp); }
 };
 
+// A recomputation choice: "none", "selective", "full" or a list of what to recompute.
+Recompute read_recompute(const Json& value, const std::string& pointer, const SourceFile& src);
+
 // Reads /parallel (its own keys only; cross-field rules are checked by finalize_layout).
 ParallelLayout read_parallel(ObjectReader& r);
 

@@ -66,6 +66,7 @@ std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, st
   std::string_view name = schedule_name(s);
   if (s == ScheduleKind::interleaved) {
     if (vp < 2) v.push_back({"vp", fmt::format("the interleaved schedule needs vp ≥ 2 virtual stages per rank, got vp {}", vp)});
+    if (pp < 2) v.push_back({"pp", "the interleaved schedule needs a pipeline (pp ≥ 2) to interleave"});
     if (m % pp != 0)
       v.push_back({"micro_batch", fmt::format("the interleaved schedule needs the {} micro-batches to be a multiple of "
                                               "pp {} (Megatron's micro-batch group rule)", m, pp)});

@@ -25,12 +25,9 @@ TrainingTotals training_totals(const Job& job, double step_time) {
   return t;
 }
 
-StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs) {
-  StepReport r;
-  r.step_time = sim.step_time;
-  r.estimate = estimate_step(job, costs).step_time;
-  r.tokens_per_step = static_cast<double>(job.training.global_batch * job.training.seq_len);
-  r.tokens_per_s = r.tokens_per_step / r.step_time;
+StepRates rates_at(const Job& job, double step_time) {
+  StepRates r;
+  r.tokens_per_s = static_cast<double>(job.training.global_batch * job.training.seq_len) / step_time;
   r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(job.layout.gpus());
   const double seq = static_cast<double>(job.training.seq_len);
   const double peak = job.cluster.gpu.peak_dense.at(MathDtype::bf16);
@@ -40,6 +37,20 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   RecomputeKind kind = rc.full ? RecomputeKind::full : rc.core_attention ? RecomputeKind::selective : RecomputeKind::none;
   r.hfu = hardware_flops_per_token(job.model, seq, kind, job.training.attention_kernel == AttentionKernel::flash) *
           r.tokens_per_s_per_gpu / peak;
+  return r;
+}
+
+StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs) {
+  StepReport r;
+  r.step_time = sim.step_time;
+  r.estimate = estimate_step(job, costs).step_time;
+  r.tokens_per_step = static_cast<double>(job.training.global_batch * job.training.seq_len);
+  StepRates rates = rates_at(job, r.step_time);
+  r.tokens_per_s = rates.tokens_per_s;
+  r.tokens_per_s_per_gpu = rates.tokens_per_s_per_gpu;
+  r.model_tflops_per_gpu = rates.model_tflops_per_gpu;
+  r.mfu = rates.mfu;
+  r.hfu = rates.hfu;
   r.ranks = sim.ranks;
   for (const RankStep& k : sim.ranks) {
     r.bubble_fraction += k.bubble_fraction / static_cast<double>(sim.ranks.size());

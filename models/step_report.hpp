@@ -40,6 +40,12 @@ struct StepReport {
   std::vector<std::string> critical_path;
 };
 
+// Throughput and utilisation at a step time.
+struct StepRates {
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0, mfu = 0, hfu = 0;
+};
+StepRates rates_at(const Job& job, double step_time);
+
 StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs);
 // Steps, days, GPU-hours and cost to train `job.training.tokens` at `step_time` seconds per step.
 TrainingTotals training_totals(const Job& job, double step_time);
