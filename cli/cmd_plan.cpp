@@ -3,6 +3,9 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#ifdef PLUMB_HAVE_MPI
+#include "cli/mpi_plan.hpp"
+#endif
 #include "models/plan_report.hpp"
 
 namespace plumb::cli {
@@ -64,6 +67,14 @@ int run_plan_command(const Args& args) {
                              o.feasible, o.seconds, args.value("--out"));
     return kOk;
   }
+  if (args.flag("--mpi")) {
+#ifdef PLUMB_HAVE_MPI
+    std::optional<PlanOutcome> merged = plan_over_mpi(base, space, options);
+    return merged ? report(base, space, *merged, args) : kOk;
+#else
+    throw UsageError("--mpi: this plumb was built without MPI (install libopenmpi-dev and rebuild); use --shard I/N and plumb merge");
+#endif
+  }
   return report(base, space, run_plan(base, space, options), args);
 }
 
@@ -101,7 +112,7 @@ const Command& plan_command() {
   static const Command command{
       {"plan",
        "plumb plan SCENARIO [--json] [--csv F] [--svg F] [--rows N] [--emit megatron] [--threads N]\n"
-       "           [--shard I/N --out F] [--no-simulate] [--set key=value ...]",
+       "           [--shard I/N --out F] [--mpi] [--no-simulate] [--set key=value ...]",
        "Searches the layouts of the scenario's \"plan\" section (parallel sizes, ZeRO, schedules, micro-batch,\n"
        "recomputation, precision, GPU, fabric, cluster sizes; ranges around the scenario's own values where it\n"
        "is silent): rejects what is invalid or does not fit (counted, with reasons), estimates the rest, re-ranks\n"
@@ -113,6 +124,7 @@ const Command& plan_command() {
          auto o = output_options();
          o.push_back({"--shard", "I/N", "evaluate shard I of N (0-based) and write it with --out"});
          o.push_back({"--out", "FILE", "where --shard writes its partial result"});
+         o.push_back({"--mpi", "", "split the search over MPI ranks (mpirun -np K plumb plan ... --mpi); rank 0 reports"});
          return o;
        }()},
       run_plan_command};

@@ -1,0 +1,16 @@
+# Decides PLUMB_HAVE_MPI from PLUMB_MPI (AUTO/ON/OFF): `plumb plan --mpi` splits the search over MPI
+# ranks (OpenMPI from Debian: libopenmpi-dev). Without it plan still runs on threads and shards.
+set(PLUMB_HAVE_MPI OFF)
+if(NOT PLUMB_MPI STREQUAL "OFF")
+  find_package(MPI COMPONENTS CXX QUIET)
+  if(MPI_CXX_FOUND)
+    set(PLUMB_HAVE_MPI ON)
+    message(STATUS "plumb: MPI found (${MPIEXEC_EXECUTABLE}): plumb plan --mpi is built")
+  elseif(PLUMB_MPI STREQUAL "ON")
+    message(FATAL_ERROR "plumb: PLUMB_MPI=ON but no MPI C++ library was found (apt-get install libopenmpi-dev)")
+  else()
+    message(STATUS "plumb: MPI not found: plumb plan --mpi is not built (threads and --shard still work)")
+  endif()
+else()
+  message(STATUS "plumb: MPI disabled (PLUMB_MPI=OFF)")
+endif()

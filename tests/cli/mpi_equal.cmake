@@ -1,0 +1,21 @@
+# Runs `plumb plan` once under MPI with 2 ranks and once alone, and checks both rank the same layouts
+# with the same figures (their CSVs are byte-identical).
+set(args ${ARGS})
+execute_process(COMMAND ${MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS} ${EXE} ${args} --mpi --csv ${OUT}/mpi.csv
+                RESULT_VARIABLE code_mpi OUTPUT_VARIABLE out_mpi ERROR_VARIABLE err_mpi)
+if(NOT code_mpi EQUAL 0)
+  message(FATAL_ERROR "mpiexec exit ${code_mpi}\n${out_mpi}\n${err_mpi}")
+endif()
+execute_process(COMMAND ${EXE} ${args} --csv ${OUT}/single.csv RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT code EQUAL 0)
+  message(FATAL_ERROR "plumb plan exit ${code}\n${out}\n${err}")
+endif()
+file(READ ${OUT}/mpi.csv mpi)
+file(READ ${OUT}/single.csv single)
+if(NOT mpi STREQUAL single)
+  message(FATAL_ERROR "the 2-rank MPI ranking differs from the single-process one:\n--- mpi\n${mpi}\n--- single\n${single}")
+endif()
+string(LENGTH "${single}" n)
+if(n LESS 200)
+  message(FATAL_ERROR "the ranking is too short to mean anything:\n${single}")
+endif()
