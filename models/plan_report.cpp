@@ -85,13 +85,19 @@ std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcom
     out += fmt::format("  {:>9} {:<16} e.g. {}\n", r.count, reason, r.example);
   out += fmt::format("ranked by {}; the best {} re-ranked by the discrete-event simulation (* = estimate only); P = Pareto frontier\n\n",
                      space.cheapest ? "cost to train" : "days to train with failures", std::min<std::size_t>(o.ranked.size(), static_cast<std::size_t>(space.top)));
-  out += fmt::format("{:>4} {:<1} {:<54} {:>6} {:<9} {:>9} {:>8} {:>6} {:>7} {:>7} {:>10} {:>10}\n", "#", "", "layout", "GPUs", "GPU",
-                     "step s", "tok/s/GPU", "MFU", "peak GiB", "days", "GPU-hours", "cost $");
-  for (std::size_t i = 0; i < std::min(rows, o.ranked.size()); ++i) {
+  const std::size_t shown = std::min(rows, o.ranked.size());
+  std::size_t width = 6, gpu_width = 3;
+  for (std::size_t i = 0; i < shown; ++i) {
+    width = std::max(width, o.ranked[i].layout.size());
+    gpu_width = std::max(gpu_width, o.ranked[i].gpu.size());
+  }
+  out += fmt::format("{:>4} {:<1} {:<{}} {:>6} {:<{}} {:>9} {:>9} {:>6} {:>8} {:>7} {:>10} {:>10}\n", "#", "", "layout", width, "GPUs", "GPU",
+                     gpu_width, "step s", "tok/s/GPU", "MFU", "peak GiB", "days", "GPU-hours", "cost $");
+  for (std::size_t i = 0; i < shown; ++i) {
     const PlanResult& r = o.ranked[i];
-    out += fmt::format("{:>4} {:<1} {:<54} {:>6} {:<9} {:>8.3f}{:1} {:>8.0f} {:>5.1f}% {:>7.1f} {:>7.1f} {:>10.4g} {:>10.4g}\n", i + 1,
-                       is_pareto(o, i) ? "P" : "", r.layout, r.gpus, r.gpu, r.step_time, r.simulated ? "" : "*", r.tokens_per_s_per_gpu,
-                       100 * r.mfu, gib(r.peak_bytes), r.days_with_failures, r.gpu_hours, r.cost_usd);
+    out += fmt::format("{:>4} {:<1} {:<{}} {:>6} {:<{}} {:>8.3f}{:1} {:>9.0f} {:>5.1f}% {:>8.1f} {:>7.1f} {:>10.4g} {:>10.4g}\n", i + 1,
+                       is_pareto(o, i) ? "P" : "", r.layout, width, r.gpus, r.gpu, gpu_width, r.step_time, r.simulated ? "" : "*",
+                       r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.peak_bytes), r.days_with_failures, r.gpu_hours, r.cost_usd);
   }
   if (auto rank = scenario_rank(base, o))
     out += fmt::format("\nthe scenario's own layout ({}) ranks #{} of {}\n", describe_layout(base), *rank, o.ranked.size());
