@@ -14,7 +14,9 @@ Args::Args(const CommandSpec& spec, const std::vector<std::string>& argv) {
   for (const OptionSpec& o : spec.options) names.push_back(o.name);
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& arg = argv[i];
-    if (!arg.starts_with("--")) {
+    // Long options, and short ones ("-o") where the command declares them.
+    const bool short_option = arg.size() == 2 && arg[0] == '-' && std::find(names.begin(), names.end(), arg) != names.end();
+    if (!arg.starts_with("--") && !short_option) {
       positionals_.push_back(arg);
       continue;
     }
@@ -43,9 +45,10 @@ Args::Args(const CommandSpec& spec, const std::vector<std::string>& argv) {
     if (!it->repeatable && values_.count(name)) throw UsageError(fmt::format("{} given twice", name));
     values_[name].push_back(value);
   }
-  // A last positional named "NAME..." takes one or more arguments.
-  const bool variadic = !spec.positionals.empty() && spec.positionals.back().ends_with("...");
-  if (variadic ? positionals_.size() < spec.positionals.size() : positionals_.size() != spec.positionals.size()) {
+  // A last positional named "NAME..." takes one or more arguments, "[NAME...]" zero or more.
+  const bool variadic = !spec.positionals.empty() && (spec.positionals.back().ends_with("...") || spec.positionals.back().ends_with("...]"));
+  const std::size_t least = spec.positionals.size() - (!spec.positionals.empty() && spec.positionals.back().front() == '[' ? 1 : 0);
+  if (variadic ? positionals_.size() < least : positionals_.size() != spec.positionals.size()) {
     std::string expected;
     for (const std::string& p : spec.positionals) expected += " " + p;
     throw UsageError(fmt::format("expected{} but got {} argument{}", expected.empty() ? " no arguments" : expected,

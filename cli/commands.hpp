@@ -21,6 +21,7 @@ const Command& ops_command();
 const Command& run_command();
 const Command& plan_command();
 const Command& merge_command();
+const Command& calibrate_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);

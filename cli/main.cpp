@@ -20,7 +20,7 @@ using plumb::cli::Command;
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> list{&plumb::cli::run_command(), &plumb::cli::plan_command(), &plumb::cli::merge_command(),
                                                 &plumb::cli::memory_command(), &plumb::cli::schedule_command(),
-                                                &plumb::cli::collective_command(), &plumb::cli::ops_command()};
+                                                &plumb::cli::collective_command(), &plumb::cli::ops_command(), &plumb::cli::calibrate_command()};
   return list;
 }
 

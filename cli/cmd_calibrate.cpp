@@ -1,0 +1,106 @@
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "models/catalogue.hpp"
+#include "validate/calibrate.hpp"
+
+namespace plumb::cli {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError({Diagnostic{path, "", "cannot read this file"}});
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Json read_json(const std::string& path) {
+  Diagnostics d;
+  SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};
+  Json doc = load_json_file(path, src);
+  d.throw_if_any();
+  return doc;
+}
+
+// A profile by catalogue name (GPU first, then fabric) or by path; a fabric has gpus_per_node.
+struct ProfileRef {
+  std::filesystem::path path;
+  bool fabric = false;
+};
+ProfileRef find_profile(const std::string& ref) {
+  for (auto [folder, fabric] : {std::pair{kGpuProfiles, false}, std::pair{kFabricProfiles, true}}) {
+    std::filesystem::path p = data_dir() / folder / (ref + ".json");
+    if (ref.find('/') == std::string::npos && std::filesystem::exists(p)) return {p, fabric};
+  }
+  if (!std::filesystem::exists(ref)) {
+    std::vector<std::string> names = catalogue_names(kGpuProfiles);
+    for (const std::string& n : catalogue_names(kFabricProfiles)) names.push_back(n);
+    throw UsageError(unknown_word_message("--profile", ref, names) + " (or a path to a profile file)");
+  }
+  return {ref, read_json(ref).contains("gpus_per_node")};
+}
+
+int run_calibrate(const Args& args) {
+  if (!args.flag("--profile")) throw UsageError("--profile P is required: the GPU or fabric profile to calibrate");
+  if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
+  ProfileRef ref = find_profile(args.value("--profile"));
+  Json raw = read_json(ref.path.string());
+  Diagnostics d;
+  SourceFile src{ref.path.string(), ref.path.parent_path(), &d, {}};
+  std::optional<GpuSpec> gpu = read_gpu(ref.fabric ? Json(args.value("--gpu", "h100-sxm")) : Json(ref.path.string()),
+                                        ref.fabric ? "--gpu" : "", src);
+  d.throw_if_any();
+  Calibration c;
+  if (ref.fabric) {
+    std::optional<FabricSpec> fabric = read_fabric(Json(ref.path.string()), "", src);
+    d.throw_if_any();
+    std::vector<NcclTestsLog> logs;
+    for (const std::string& file : args.values("--nccl-tests")) logs.push_back(parse_nccl_tests_log(read_text(file), file));
+    if (logs.empty()) throw UsageError("a fabric profile is calibrated from nccl-tests logs: give --nccl-tests LOG (repeatable)");
+    if (args.positionals().size() > 0) throw UsageError("GEMM measurements calibrate a GPU profile, not the fabric " + args.value("--profile"));
+    c = calibrate_fabric(raw, *gpu, *fabric, logs);
+    write_file(args.value("-o"), c.profile.dump(2) + "\n");
+    if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
+    else std::cout << calibration_report(c) << fmt::format("\ncalibrated fabric profile → {}\n", args.value("-o"));
+    return kOk;
+  }
+  if (!args.values("--nccl-tests").empty()) throw UsageError("nccl-tests logs calibrate a fabric profile, not the GPU " + args.value("--profile"));
+  std::vector<Measurements> measured;
+  for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
+  if (measured.empty()) throw UsageError("a GPU profile is calibrated from GEMM measurements: give MEASUREMENTS.json");
+  c = calibrate_gpu(raw, *gpu, measured);
+  if (c.gemm.empty()) throw UsageError("the measurements hold fewer than two bf16 GEMMs: nothing to fit");
+  write_file(args.value("-o"), c.profile.dump(2) + "\n");
+  if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
+  else std::cout << calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
+  return kOk;
+}
+
+}  // namespace
+
+const Command& calibrate_command() {
+  static const Command command{
+      {"calibrate",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] --profile P -o OUT.json [--gpu G] [--json]",
+       "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
+       "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
+       "table from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F); a fabric profile\n"
+       "(--profile dgx-h100-ndr) its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
+       "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
+       "plumb's prediction with the calibrated profile against every measured size.",
+       {"[MEASUREMENTS.json...]"},
+       {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
+        {"--profile", "P", "the GPU or fabric profile to calibrate: a catalogue name or a path"},
+        {"-o", "FILE", "where the calibrated profile is written"},
+        {"--gpu", "G", "for a fabric: the GPU of its nodes (h100-sxm)"},
+        {"--json", "", "print the fits as JSON: fits[].{term, alpha_s, bus_bandwidth, value, rms_relative_error, …}, profile"}}},
+      run_calibrate};
+  return command;
+}
+
+}  // namespace plumb::cli

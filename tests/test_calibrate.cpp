@@ -1,0 +1,123 @@
+// Calibration: nccl-tests logs and plumb's measurement files read, α-β and efficiency curves fitted by
+// least squares, and the calibrated profiles valid and consistent with plumb's own cost model.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "models/catalogue.hpp"
+#include "models/collective.hpp"
+#include "validate/calibrate.hpp"
+
+using namespace plumb;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in(data_dir() / "tests/fixtures/calibration" / name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Json json_of(const std::string& text) { return Json::parse(text); }
+
+double relative(double a, double b) { return std::abs(a / b - 1); }
+
+Json profile_file(const char* folder, const char* name) { return json_of([&] {
+  std::ifstream in(data_dir() / folder / (std::string(name) + ".json"));
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}()); }
+
+}  // namespace
+
+TEST_CASE("an nccl-tests log is read row by row, with the collective from its header or its bus factor") {
+  // Real rows (kvcache-ai/Mooncake #3484) without rank lines: 8 ranks and all-reduce from busbw/algbw = 1.75.
+  NcclTestsLog real = parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log");
+  CHECK(real.rows.size() == 11);
+  CHECK(real.op == CollectiveOp::all_reduce);
+  CHECK(real.ranks == 8);
+  CHECK(real.nodes == 1);
+  CHECK(real.rows.front().bytes == 32768);
+  CHECK(relative(real.rows.front().time_s, 18.66e-6) < 1e-12);
+  CHECK(relative(real.rows.back().busbw, 300.51e9) < 1e-12);
+  CHECK(relative(real.rows.back().in_place_time_s, 195.40e-6) < 1e-12);
+  NcclTestsLog synthetic = parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log");
+  CHECK(synthetic.op == CollectiveOp::reduce_scatter);
+  CHECK(synthetic.op_source == "the log's header");
+  CHECK(synthetic.ranks == 2);
+  CHECK(synthetic.nodes == 2);
+  CHECK(synthetic.device == "NVIDIA H100 80GB HBM3");
+  CHECK(synthetic.rows.size() == 7);
+}
+
+TEST_CASE("a log that is not nccl-tests output is refused with the file and line") {
+  CHECK_THROWS_WITH_AS(parse_nccl_tests_log("hello\nworld\n", "x.log"), doctest::Contains("x.log: line 2: no result rows found"), InputError);
+  CHECK_THROWS_WITH_AS(parse_nccl_tests_log("# header\n 1024 256 float sum -1 12.0 0.1 0.1\n", "y.log"),
+                       doctest::Contains("y.log: line 2: a result row has 8 columns"), InputError);
+}
+
+TEST_CASE("least squares recover the α and β that made the data") {
+  NcclTestsLog log = parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log");
+  std::vector<double> x, t;
+  for (const NcclTestsRow& r : log.rows) {
+    x.push_back(r.bytes * bus_factor(log.op, log.ranks));
+    t.push_back(r.time_s);
+  }
+  AlphaBeta f = fit_alpha_beta(x, t);
+  CHECK(relative(f.alpha, 25e-6) < 2e-3);  // times are printed to 0.01 us
+  CHECK(relative(1 / f.beta, 45e9) < 1e-4);
+  CHECK(f.rms_relative_error < 1e-3);
+}
+
+TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model reach the measured bus bandwidth") {
+  Json raw = profile_file("hw_profiles/fabrics", "dgx-h100-ndr");
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  FabricSpec fabric = *read_fabric(Json("dgx-h100-ndr"), "", src);
+  std::vector<NcclTestsLog> logs{parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log"),
+                                 parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log")};
+  Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
+  REQUIRE(c.collectives.size() == 2);
+  CHECK(c.collectives[0].field == "nic_effective");
+  CHECK(c.collectives[0].reachable);
+  // The excerpt's all-reduce is slower than even the ring: NVLS is dropped and NVLink fitted.
+  CHECK(c.collectives[1].field == "nvlink_effective_per_gpu");
+  CHECK(!c.profile.contains("nvls_allreduce_algbw"));
+  // The written profile is a valid profile, and with it plumb's model gives the fitted bus bandwidth.
+  FabricSpec calibrated = *read_fabric(c.profile, "", src);
+  REQUIRE(d.empty());
+  CHECK(calibrated.sources.at("nic_effective").find("fitted by plumb calibrate") != std::string::npos);
+  CollectiveLinks links = CollectiveLinks::of(gpu, calibrated);
+  for (const CollectiveFit& f : c.collectives) {
+    GroupPlacement group{f.log->ranks, f.log->nodes};
+    double big = 8.0 * 1073741824.0;
+    CHECK(relative(collective_cost(f.log->op, big, group, links).busbw, 1 / f.fit.beta) < 0.01);
+  }
+  CHECK(c.collectives[0].prediction_rms < 0.10);
+}
+
+TEST_CASE("a GPU calibrated from GEMM measurements carries the fitted efficiency curve as its table") {
+  Measurements m = read_measurements(json_of(fixture("gemm-synthetic.json")), "gemm.json");
+  CHECK(m.gemm.size() == 8);
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m});
+  REQUIRE(c.gemm.size() == 1);
+  CHECK(relative(c.gemm[0].curve.e_max, 0.78) < 1e-6);
+  CHECK(relative(c.gemm[0].curve.f_half, 2e10) < 1e-5);
+  GpuSpec calibrated = *read_gpu(c.profile, "", src);
+  REQUIRE(d.empty());
+  CHECK(calibrated.gemm_efficiency_at(1e12) == doctest::Approx(0.765).epsilon(1e-3));
+  CHECK(calibrated.gemm_efficiency_at(5e8) < calibrated.gemm_efficiency_at(5e11));  // small GEMMs reach less
+  CHECK(calibrated.sources.at("gemm_efficiency").find("8 points") != std::string::npos);
+}
+
+TEST_CASE("a measurement file without its device and date is refused") {
+  CHECK_THROWS_WITH_AS(read_measurements(Json::parse(R"({"plumb_measurements": 1, "gemm": []})"), "m.json"),
+                       doctest::Contains("m.json: missing key \"device\""), InputError);
+}

@@ -1,0 +1,213 @@
+#include "validate/calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <optional>
+
+#include "models/collective.hpp"
+#include "models/diagnostics.hpp"
+
+namespace plumb {
+
+Measurements read_measurements(const Json& doc, const std::string& file) {
+  Diagnostics d;
+  SourceFile src{file, {}, &d, {}};
+  Measurements m;
+  m.file = file;
+  {
+    ObjectReader r(doc, "", src);
+    r.integer("plumb_measurements", Need::required, 1, 1);
+    m.device = r.string("device", Need::required).value_or("");
+    m.date = r.string("date", Need::required).value_or("");
+    r.string("driver", Need::optional);
+    r.string("note", Need::optional);
+    r.number("clock_mhz", Need::optional, 0, 1e5);
+    if (const Json* rows = r.child("gemm", Need::optional)) {
+      if (!rows->is_array()) r.error("gemm", "expected a list of {\"m\", \"n\", \"k\", \"dtype\", \"seconds\"}");
+      else
+        for (std::size_t i = 0; i < rows->size(); ++i) {
+          ObjectReader row((*rows)[i], json_pointer_append("/gemm", std::to_string(i)), src);
+          GemmMeasurement g;
+          g.m = static_cast<double>(row.integer("m", Need::required, 1, 1'000'000'000).value_or(1));
+          g.n = static_cast<double>(row.integer("n", Need::required, 1, 1'000'000'000).value_or(1));
+          g.k = static_cast<double>(row.integer("k", Need::required, 1, 1'000'000'000).value_or(1));
+          g.dtype = row.choice<MathDtype>("dtype", Need::required, {{"bf16", MathDtype::bf16}, {"fp8", MathDtype::fp8}, {"tf32", MathDtype::tf32}, {"fp32", MathDtype::fp32}})
+                        .value_or(MathDtype::bf16);
+          g.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+          m.gemm.push_back(g);
+        }
+    }
+  }
+  d.throw_if_any();
+  return m;
+}
+
+namespace {
+
+// Rows of the profile's step table at each decade of FLOPs from 10^8: the fitted curve's value at the
+// row's lower edge, so the table never promises more than the fit.
+std::vector<std::pair<double, double>> table_of(const EfficiencyCurve& c) {
+  std::vector<std::pair<double, double>> rows{{0.0, std::clamp(c.at(1e8), 0.01, 1.0)}};
+  for (double f = 1e9; f <= 1e15; f *= 10) rows.emplace_back(f, std::clamp(c.at(f), 0.01, 1.0));
+  return rows;
+}
+
+std::string fit_source(const std::string& what, const std::string& files, std::size_t points, double rms) {
+  return fmt::format("fitted by plumb calibrate from {} ({}; {} points, RMS relative error {:.1f}%)", files, what, points, 100 * rms);
+}
+
+}  // namespace
+
+Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const std::vector<Measurements>& measured) {
+  Calibration c;
+  c.profile = profile_json;
+  std::vector<double> flops, efficiency;
+  std::string files;
+  for (const Measurements& m : measured) {
+    files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
+    for (const GemmMeasurement& g : m.gemm) {
+      if (g.dtype != MathDtype::bf16 || !gpu.peak_dense.count(g.dtype)) continue;  // the table is for bf16 GEMMs
+      flops.push_back(g.flops());
+      efficiency.push_back(g.flops() / g.seconds / gpu.peak_dense.at(g.dtype));
+    }
+  }
+  if (flops.size() < 2) return c;
+  GemmFit f;
+  f.curve = fit_efficiency(flops, efficiency);
+  f.table = table_of(f.curve);
+  f.points = flops.size();
+  Json rows = Json::array();
+  for (const auto& [from, e] : f.table) rows.push_back({{"from_flops", from}, {"efficiency", std::round(e * 1000) / 1000}});
+  c.profile["gemm_efficiency"] = rows;
+  c.profile["sources"]["gemm_efficiency"] =
+      fit_source(fmt::format("bf16 GEMMs, e(F) = {:.3f}·F/(F + {:.3g})", f.curve.e_max, f.curve.f_half), files, f.points,
+                 f.curve.rms_relative_error);
+  c.gemm.push_back(std::move(f));
+  return c;
+}
+
+Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const FabricSpec& fabric,
+                             const std::vector<NcclTestsLog>& logs) {
+  Calibration c;
+  c.profile = profile_json;
+  FabricSpec calibrated = fabric;
+  for (const NcclTestsLog& log : logs) {
+    CollectiveFit f;
+    f.log = &log;
+    const double factor = bus_factor(log.op, log.ranks);
+    std::vector<double> x, t;
+    for (const NcclTestsRow& r : log.rows) {
+      x.push_back(r.bytes * factor);
+      t.push_back(r.time_s);
+    }
+    f.fit = fit_alpha_beta(x, t);
+    const double busbw = 1.0 / f.fit.beta;
+    const std::int64_t per_node = log.ranks / std::max<std::int64_t>(1, log.nodes);
+    std::optional<double>* target = nullptr;
+    if (log.nodes > 1) {
+      f.field = "nic_effective";
+      target = &calibrated.nic_effective;
+    } else if (log.op == CollectiveOp::all_reduce && fabric.nvls_allreduce_algbw && per_node == fabric.gpus_per_node) {
+      f.field = "nvls_allreduce_algbw";  // a full NVSwitch node all-reduces with NVLS
+      target = &calibrated.nvls_allreduce_algbw;
+    } else {
+      f.field = "nvlink_effective_per_gpu";
+      target = &calibrated.nvlink_effective_per_gpu;
+    }
+    // The figure at which plumb's own collective model reaches the fitted bus bandwidth on a large
+    // message (bisection: the modelled bandwidth rises with the figure until another link binds).
+    GroupPlacement group{log.ranks, std::max<std::int64_t>(1, log.nodes)};
+    const double big = 8.0 * 1073741824.0;
+    auto modelled_busbw = [&](double value) {
+      *target = value;
+      return collective_cost(log.op, big, group, CollectiveLinks::of(gpu, calibrated)).busbw;
+    };
+    auto solve = [&] {
+      double lo = 1e8, hi = 1e13;
+      for (int i = 0; i < 100; ++i) {
+        double mid = std::sqrt(lo * hi);
+        (modelled_busbw(mid) < busbw ? lo : hi) = mid;
+      }
+      f.value = hi;
+      f.reachable = std::abs(modelled_busbw(f.value) / busbw - 1) < 0.01;
+    };
+    solve();
+    if (!f.reachable && f.field == "nvls_allreduce_algbw") {
+      // Slower than the ring alone would be: this all-reduce did not run NVLS at the profile's speed
+      // (NVLS off, or another GPU). Drop the NVLS figure and fit the NVLink one instead.
+      calibrated.nvls_allreduce_algbw.reset();
+      c.profile.erase("nvls_allreduce_algbw");
+      c.profile["sources"].erase("nvls_allreduce_algbw");
+      f.note = "NVLS figure removed: the measured all-reduce is slower than plumb's ring without it";
+      f.field = "nvlink_effective_per_gpu";
+      target = &calibrated.nvlink_effective_per_gpu;
+      solve();
+    }
+    c.profile[f.field] = fmt::format("{:.1f}GB/s", f.value / 1e9);
+    c.profile["sources"][f.field] = fit_source(
+        fmt::format("{} on {} ranks over {} node(s), {}; bus bandwidth {:.1f} GB/s, latency {:.1f} us; the value at which plumb's collective "
+                    "model reaches that bus bandwidth{}",
+                    collective_op_name(log.op), log.ranks, log.nodes, log.device.empty() ? "device not stated" : log.device, busbw / 1e9,
+                    f.fit.alpha * 1e6, f.reachable ? "" : " (not reached: another link binds first)"),
+        log.file, log.rows.size(), f.fit.rms_relative_error);
+    c.collectives.push_back(std::move(f));
+  }
+  // plumb's own collective model with the calibrated figures, against every measured row.
+  CollectiveLinks links = CollectiveLinks::of(gpu, calibrated);
+  for (CollectiveFit& f : c.collectives) {
+    GroupPlacement group{f.log->ranks, std::max<std::int64_t>(1, f.log->nodes)};
+    double sum = 0;
+    for (const NcclTestsRow& r : f.log->rows) {
+      double p = collective_cost(f.log->op, r.bytes, group, links).seconds;
+      f.predicted_s.push_back(p);
+      sum += std::pow((p - r.time_s) / r.time_s, 2);
+    }
+    f.prediction_rms = std::sqrt(sum / static_cast<double>(f.log->rows.size()));
+  }
+  return c;
+}
+
+std::string calibration_report(const Calibration& c) {
+  std::string out;
+  for (const GemmFit& g : c.gemm) {
+    out += fmt::format("GEMM efficiency (bf16): e(F) = {:.3f} · F / (F + {:.3g} FLOPs) over {} GEMMs, RMS error {:.1f}%\n",
+                       g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
+    for (const auto& [from, e] : g.table) out += fmt::format("  from {:>8.0e} FLOPs: {:.3f}\n", from, e);
+  }
+  for (const CollectiveFit& f : c.collectives) {
+    const NcclTestsLog& log = *f.log;
+    out += fmt::format("\n{}: {} on {} ranks, {} node(s){} — collective from {}\n", log.file, collective_op_name(log.op), log.ranks, log.nodes,
+                       log.device.empty() ? "" : ", " + log.device, log.op_source);
+    out += fmt::format("  fit: latency {:.2f} us, bus bandwidth {:.1f} GB/s, RMS error {:.1f}% → {} = {:.1f} GB/s{}\n", f.fit.alpha * 1e6,
+                       1e-9 / f.fit.beta, 100 * f.fit.rms_relative_error, f.field, f.value / 1e9,
+                       f.reachable ? "" : " (plumb's model cannot reach the measured bandwidth through this figure: another link binds)");
+    if (!f.note.empty()) out += "  " + f.note + "\n";
+    out += fmt::format("  {:>14} {:>12} {:>10} {:>12} {:>8}\n", "bytes", "measured us", "fit us", "plumb us", "plumb");
+    for (std::size_t i = 0; i < log.rows.size(); ++i) {
+      const NcclTestsRow& r = log.rows[i];
+      double fit = r.time_s * (1 + f.fit.relative_errors[i]);
+      out += fmt::format("  {:>14.0f} {:>12.2f} {:>10.2f} {:>12.2f} {:>+7.1f}%\n", r.bytes, r.time_s * 1e6, fit * 1e6, f.predicted_s[i] * 1e6,
+                         100 * (f.predicted_s[i] / r.time_s - 1));
+    }
+    out += fmt::format("  plumb's collective model with the calibrated profile: RMS error {:.1f}% over {} sizes\n", 100 * f.prediction_rms,
+                       log.rows.size());
+  }
+  if (out.empty()) out = "nothing to fit: give GEMM measurements for a GPU profile or nccl-tests logs for a fabric profile\n";
+  return out;
+}
+
+Json calibration_json(const Calibration& c) {
+  Json fits = Json::array();
+  for (const GemmFit& g : c.gemm)
+    fits.push_back({{"term", "gemm_efficiency"}, {"e_max", g.curve.e_max}, {"f_half", g.curve.f_half}, {"points", g.points},
+                    {"rms_relative_error", g.curve.rms_relative_error}});
+  for (const CollectiveFit& f : c.collectives)
+    fits.push_back({{"term", f.field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))}, {"ranks", f.log->ranks},
+                    {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},
+                    {"points", f.log->rows.size()}, {"rms_relative_error", f.fit.rms_relative_error},
+                    {"prediction_rms_relative_error", f.prediction_rms}});
+  return {{"fits", fits}, {"profile", c.profile}};
+}
+
+}  // namespace plumb

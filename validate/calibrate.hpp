@@ -1,0 +1,61 @@
+#pragma once
+// plumb calibrate: fits a GPU profile's GEMM efficiency table to measured GEMMs and a fabric
+// profile's bandwidths to nccl-tests logs, writes the calibrated profile (every fitted figure with
+// its fit as its source) and reports the fit error per term and plumb's collective prediction with
+// the calibrated profile against every measured row.
+#include <string>
+#include <vector>
+
+#include "models/hardware.hpp"
+#include "models/json_reader.hpp"
+#include "validate/fit.hpp"
+#include "validate/nccl_tests_log.hpp"
+
+namespace plumb {
+
+// plumb's own measurement file (plumb-validate bench writes it; small JSON with device and date):
+// {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds"}]}.
+struct GemmMeasurement {
+  double m = 0, n = 0, k = 0;
+  MathDtype dtype = MathDtype::bf16;
+  double seconds = 0;
+  double flops() const { return 2 * m * n * k; }
+};
+struct Measurements {
+  std::string file, device, date;
+  std::vector<GemmMeasurement> gemm;
+};
+Measurements read_measurements(const Json& doc, const std::string& file);  // throws InputError
+
+struct CollectiveFit {
+  const NcclTestsLog* log = nullptr;
+  AlphaBeta fit;          // time = α + bytes × bus factor × β: 1/β is the bus bandwidth
+  std::string field;      // the fabric figure it sets
+  double value = 0;       // bytes/s written to it
+  bool reachable = true;
+  std::string note;  // false when plumb's model cannot reach the fitted bandwidth through this figure
+  std::vector<double> predicted_s;  // plumb's collective model with the calibrated fabric, per row
+  double prediction_rms = 0;        // relative
+};
+
+struct GemmFit {
+  EfficiencyCurve curve;
+  std::vector<std::pair<double, double>> table;  // the profile's new gemm_efficiency rows
+  std::size_t points = 0;
+};
+
+struct Calibration {
+  Json profile;  // the calibrated profile, ready to write
+  std::vector<CollectiveFit> collectives;
+  std::vector<GemmFit> gemm;  // zero or one
+};
+
+// `profile_json` is the profile as written (kept whole; only fitted figures and their sources change).
+Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const std::vector<Measurements>& measured);
+Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const FabricSpec& fabric,
+                             const std::vector<NcclTestsLog>& logs);
+
+std::string calibration_report(const Calibration& c);
+Json calibration_json(const Calibration& c);
+
+}  // namespace plumb

@@ -1,0 +1,62 @@
+#include "validate/fit.hpp"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <stdexcept>
+
+namespace plumb {
+namespace {
+
+// Weighted linear least squares y ≈ a + b·x with weights w (QR, so ill-conditioned sizes stay stable).
+Eigen::Vector2d solve(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& w) {
+  const auto n = static_cast<Eigen::Index>(x.size());
+  Eigen::MatrixXd a(n, 2);
+  Eigen::VectorXd b(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    a(i, 0) = w[k];
+    a(i, 1) = w[k] * x[k];
+    b(i) = w[k] * y[k];
+  }
+  return a.colPivHouseholderQr().solve(b);
+}
+
+double rms(const std::vector<double>& e) {
+  double s = 0;
+  for (double v : e) s += v * v;
+  return e.empty() ? 0.0 : std::sqrt(s / static_cast<double>(e.size()));
+}
+
+}  // namespace
+
+AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>& t) {
+  if (x.size() != t.size() || x.size() < 2) throw std::invalid_argument("an α-β fit needs at least two points");
+  std::vector<double> w;
+  for (double v : t) w.push_back(1.0 / v);
+  Eigen::Vector2d p = solve(x, t, w);
+  AlphaBeta f;
+  f.alpha = p(0);
+  f.beta = p(1);
+  for (std::size_t i = 0; i < x.size(); ++i) f.relative_errors.push_back((f.alpha + x[i] * f.beta - t[i]) / t[i]);
+  f.rms_relative_error = rms(f.relative_errors);
+  return f;
+}
+
+EfficiencyCurve fit_efficiency(const std::vector<double>& flops, const std::vector<double>& efficiency) {
+  if (flops.size() != efficiency.size() || flops.size() < 2) throw std::invalid_argument("an efficiency fit needs at least two points");
+  std::vector<double> inv_f, inv_e, w;
+  for (std::size_t i = 0; i < flops.size(); ++i) {
+    inv_f.push_back(1.0 / flops[i]);
+    inv_e.push_back(1.0 / efficiency[i]);
+    w.push_back(efficiency[i]);  // relative error in 1/e
+  }
+  Eigen::Vector2d p = solve(inv_f, inv_e, w);
+  EfficiencyCurve c;
+  c.e_max = 1.0 / p(0);
+  c.f_half = p(1) * c.e_max;
+  for (std::size_t i = 0; i < flops.size(); ++i) c.relative_errors.push_back((c.at(flops[i]) - efficiency[i]) / efficiency[i]);
+  c.rms_relative_error = rms(c.relative_errors);
+  return c;
+}
+
+}  // namespace plumb

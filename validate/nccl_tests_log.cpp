@@ -1,0 +1,120 @@
+#include "validate/nccl_tests_log.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+#include <sstream>
+
+#include "models/diagnostics.hpp"
+
+namespace plumb {
+namespace {
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+std::optional<double> number(const std::string& w) {
+  try {
+    std::size_t used = 0;
+    double v = std::stod(w, &used);
+    if (used == w.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::optional<CollectiveOp> op_of_binary(const std::string& name) {
+  static const std::vector<std::pair<std::string, CollectiveOp>> binaries{
+      {"all_reduce", CollectiveOp::all_reduce}, {"reduce_scatter", CollectiveOp::reduce_scatter},
+      {"all_gather", CollectiveOp::all_gather}, {"alltoall", CollectiveOp::all_to_all},
+      {"broadcast", CollectiveOp::broadcast},   {"sendrecv", CollectiveOp::send_recv}};
+  for (const auto& [prefix, op] : binaries)
+    if (name.rfind(prefix, 0) == 0) return op;
+  return std::nullopt;
+}
+
+}  // namespace
+
+NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& file) {
+  NcclTestsLog log;
+  log.file = file;
+  auto fail = [&](std::size_t line, const std::string& message) {
+    throw InputError({Diagnostic{file, fmt::format("line {}", line), message}});
+  };
+  std::set<std::string> hosts;
+  std::optional<CollectiveOp> header_op;
+  std::istringstream in(text);
+  std::string line;
+  std::size_t number_of_line = 0;
+  std::string last_redop;
+  while (std::getline(in, line)) {
+    ++number_of_line;
+    std::vector<std::string> w = words(line);
+    if (w.empty()) continue;
+    if (w[0][0] == '#') {
+      // "# Collective test starting: all_reduce_perf"
+      auto at = line.find("Collective test starting:");
+      if (at != std::string::npos) {
+        std::vector<std::string> rest = words(line.substr(at + 25));
+        if (!rest.empty()) header_op = op_of_binary(rest[0]);
+      }
+      // "#  Rank  0 Group  0 Pid 313 on HOST device  0 [0x18] NVIDIA H100 80GB HBM3"
+      auto on = std::find(w.begin(), w.end(), "on");
+      if (w.size() > 2 && w[1] == "Rank" && on != w.end() && on + 1 != w.end()) {
+        ++log.ranks;
+        hosts.insert(*(on + 1));
+        auto bracket = line.find(']');
+        if (log.device.empty() && bracket != std::string::npos) {
+          log.device = line.substr(bracket + 1);
+          log.device.erase(0, log.device.find_first_not_of(' '));
+        }
+      }
+      continue;
+    }
+    // A data row: size count type redop [root] time algbw busbw #wrong time algbw busbw #wrong.
+    if (!number(w[0])) continue;  // other tool output interleaved in the log
+    if (w.size() != 12 && w.size() != 13)
+      fail(number_of_line, fmt::format("a result row has {} columns; nccl-tests prints 12 or 13", w.size()));
+    std::size_t t = w.size() == 13 ? 5 : 4;
+    auto time = number(w[t]), algbw = number(w[t + 1]), busbw = number(w[t + 2]);
+    if (!time || !algbw || !busbw) fail(number_of_line, "the out-of-place time, algbw and busbw are not numbers");
+    NcclTestsRow r;
+    r.bytes = *number(w[0]);
+    r.time_s = *time * 1e-6;
+    r.algbw = *algbw * 1e9;
+    r.busbw = *busbw * 1e9;
+    r.in_place_time_s = number(w[t + 4]).value_or(0) * 1e-6;
+    last_redop = w[3];
+    if (r.bytes > 0 && r.time_s > 0) log.rows.push_back(r);
+  }
+  if (log.rows.empty()) fail(number_of_line, "no result rows found: is this nccl-tests output?");
+  log.nodes = std::max<std::int64_t>(1, static_cast<std::int64_t>(hosts.size()));
+  // The collective: from the header when nccl-tests printed it; otherwise from busbw / algbw
+  // (nccl-tests' bus factors) and the reduction column.
+  if (header_op) {
+    log.op = *header_op;
+    log.op_source = "the log's header";
+    return log;
+  }
+  const NcclTestsRow& big = log.rows.back();
+  double ratio = big.algbw > 0 ? big.busbw / big.algbw : 1.0;
+  if (log.ranks == 0)  // no rank lines: all-reduce's 2(n−1)/n ≥ 1, the others' (n−1)/n < 1
+    log.ranks = std::max<std::int64_t>(1, std::llround(ratio >= 1 ? 2.0 / std::max(2.0 - ratio, 1e-9) : 1.0 / (1.0 - ratio)));
+  double n = static_cast<double>(log.ranks);
+  if (std::abs(ratio - 2 * (n - 1) / n) < 0.02) {
+    log.op = CollectiveOp::all_reduce;
+  } else if (std::abs(ratio - (n - 1) / n) < 0.02) {
+    log.op = last_redop == "none" ? CollectiveOp::all_gather : CollectiveOp::reduce_scatter;
+  } else {
+    log.op = CollectiveOp::broadcast;
+  }
+  log.op_source = fmt::format("busbw/algbw = {:.3f} with {} ranks", ratio, log.ranks);
+  return log;
+}
+
+}  // namespace plumb
