@@ -13,19 +13,25 @@ LayerOp gemm(std::string name, double rows, double in, double out, double e) {
 }
 
 // An elementwise op reading `read` and writing `write` elements per token, in 16-bit (fp8 training
-// keeps elementwise work in bf16); no weight gradient.
+// keeps elementwise work in bf16); no weight gradient. Its backward reads what the forward read (the
+// saved inputs) and the output gradient, and writes the input gradient: read + write in, read out —
+// unless `backward` gives its traffic in elements per token.
 constexpr double kElementwiseBytes = 2.0;
-LayerOp elementwise(std::string name, double rows, double read, double write, double e = kElementwiseBytes) {
-  double traffic = rows * (read + write) * e;
-  return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {traffic, traffic, 0}};
+LayerOp elementwise(std::string name, double rows, double read, double write, double e = kElementwiseBytes,
+                    double backward = -1) {
+  double forward = rows * (read + write) * e;
+  double back = rows * (backward >= 0 ? backward : 2 * read + write) * e;
+  return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {forward, back, 0}};
 }
 
 // The residual connection after each block: read the block output and the residual stream, write
 // the sum; with bias and dropout (GPT, Megatron-LM's fused bias-dropout-add) also the bias and a
 // one-byte mask (half a 16-bit element).
 LayerOp residual(const ModelSpec& m, double rows, double h) {
-  if (m.dropout) return elementwise("bias+dropout+residual add", rows, 2 * h, 1.5 * h);
-  return elementwise("residual add", rows, 2 * h, h);
+  // Backward: the sum passes its gradient through unchanged (no traffic of its own); dropout's reads
+  // the gradient and the one-byte mask and writes its input gradient.
+  if (m.dropout) return elementwise("bias+dropout+residual add", rows, 2 * h, 1.5 * h, kElementwiseBytes, 2.5 * h);
+  return elementwise("residual add", rows, 2 * h, h, kElementwiseBytes, 0);
 }
 
 // `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
@@ -78,9 +84,11 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
   ops.push_back({"core attention", OpClass::attention, {score, 2 * score, 0}, {io, 2 * io, 0}});
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
-  // output and a one-byte mask (half a 16-bit element); the backward pass moves as much again.
-  // The batched GEMMs themselves write the scores and read the dropout output back (one element each).
-  if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 3, 3.5));
+  // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
+  // and read the dropout output back (one element each). Backward: the GEMMs write the output
+  // gradient and read the scores' gradient back; dropout reads the gradient and mask, writes its
+  // input gradient; softmax reads that and the probabilities, writes the scores' gradient: 8.5.
+  if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 3, 3.5, kElementwiseBytes, 8.5));
   ops.push_back(gemm("out projection", T, heads * static_cast<double>(a.out_head_dim()), h, e));
   if (c.tp > 1) ops.back().after = CommPoint::tp_exit;
   ops.push_back(residual(m, T / sp, h));
@@ -93,7 +101,7 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   const MoeSpec& moe = *m.moe;
   double k = static_cast<double>(moe.top_k);
   ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), e));
-  ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h));
+  ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h, kElementwiseBytes, 2 * h));  // a gather back
   if (c.ep > 1) ops.back().after = CommPoint::ep_dispatch;
   // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
   add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
@@ -102,7 +110,7 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   if (moe.shared_experts > 0)
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
             "shared expert: ", tp_region);
-  ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h));
+  ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h, kElementwiseBytes, 2 * h));
   ops.push_back(residual(m, T / sp, h));
   return ops;
 }
@@ -112,7 +120,7 @@ std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
   const double vocab = static_cast<double>(m.vocab) / tp;
   std::vector<LayerOp> ops{elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, e),
-                           elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0)};
+                           elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0, 2 * vocab)};  // softmax − one-hot
   if (c.tp > 1) ops[1].before = CommPoint::tp_enter;
   return ops;
 }

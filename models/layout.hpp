@@ -36,6 +36,9 @@ struct ParallelLayout {
   // SMs a communication kernel holds while it runs; compute beside it gets the rest. Default 20, what
   // DeepSeek-V3 gave its all-to-all and PP kernels on a 132-SM H800 (report §3.2.2).
   std::int32_t comm_sms = 20;
+  // Pipeline sends overlap compute (Megatron-LM's --overlap-p2p-communication, DualPipe). false: each
+  // op waits for its send to finish, as Megatron-LM's blocking send/receive did at SC'21.
+  bool overlap_p2p = true;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
   std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout

@@ -93,8 +93,9 @@ class StepOps final : public PipelineHooks {
   }
 
   std::optional<std::pair<sim::TaskId, sim::TaskId>> add_send(std::int64_t from, std::int64_t, StageWork w, bool forward) override {
-    double seconds = costs_.stages[static_cast<std::size_t>(w.stage)].p2p;
-    if (seconds <= 0) return std::nullopt;
+    const StageCost& c = costs_.stages[static_cast<std::size_t>(w.stage)];
+    if (c.p2p <= 0 || c.p2p_in_passes) return std::nullopt;  // blocking sends sit inside the ops
+    const double seconds = c.p2p;
     sim::TaskId t = comm_task(from, streams[static_cast<std::size_t>(from)].p2p,
                               fmt::format("send {}{} s{}", forward ? "F" : "B", w.mb, w.stage), seconds, CommKind::pp);
     return std::pair{t, t};

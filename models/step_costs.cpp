@@ -344,6 +344,15 @@ StepCosts step_costs(const Job& job) {
       s.backward.append((*it)->backward);
     }
     s.p2p = coster.p2p();
+    if (!p.overlap_p2p && s.p2p > 0) {
+      // Blocking sends: the op ends when its output has reached the neighbour stage.
+      s.p2p_in_passes = true;
+      if (sp.index + 1 < static_cast<std::int64_t>(p.stage_layers.size())) s.forward.add_comm(s.p2p, CommKind::pp);
+      if (sp.index > 0) {
+        s.input_grad.add_comm(s.p2p, CommKind::pp);
+        s.backward.add_comm(s.p2p, CommKind::pp);
+      }
+    }
     const StageParams& held = params[static_cast<std::size_t>(sp.index)];
     const double grads = t.optimizer.grads, weights = 2.0;  // parameters are gathered in bf16
     if (p.zero >= 3) {

@@ -46,6 +46,7 @@ struct StageCost {
   Pass forward, input_grad, weight_grad;
   Pass backward;       // input and weight gradients in one pass, as non-split schedules run it
   double p2p = 0;      // one micro-batch's activations (or their gradient) to the neighbouring stage
+  bool p2p_in_passes = false;  // blocking sends: already the last segment of each pass that sends
   double grad_sync = 0;     // the stage's gradient reduction over data parallelism, once per step
   double param_gather = 0;  // ZeRO-1/2: the updated parameters gathered back, once per step
   double optimizer = 0;     // this rank's share of the optimizer update

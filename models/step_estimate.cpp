@@ -50,7 +50,8 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
     return s;
   };
   const double p2p = c.stages.front().p2p;
-  const double hops = 2 * (pp - 1) * p2p;
+  // Overlapped sends add a hop per stage boundary to the fill and drain; blocking ones are inside the spans.
+  const double hops = c.stages.front().p2p_in_passes ? 0.0 : 2 * (pp - 1) * p2p;
   StepEstimate e;
   switch (p.schedule) {
     case ScheduleKind::gpipe:
