@@ -50,4 +50,22 @@ BENCHMARK_CAPTURE(BM_SimulateStep, deepseek_v3, "deepseek-v3-2048xh800.json")->U
 BENCHMARK_CAPTURE(BM_SimulateStep, gpt3_175b, "gpt3-175b-megatron.json")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SimulateStep, llama3_405b, "llama3-405b-16k-h100.json")->Unit(benchmark::kMillisecond);
 
+// --full: every one of DeepSeek-V3's 2048 GPUs, each collective a barrier (target ≤ 60 s).
+void BM_SimulateStepFull(benchmark::State& state) {
+  plumb::Job job = scenario("deepseek-v3-2048xh800.json");
+  plumb::StepCosts costs = plumb::step_costs(job);
+  double tasks = 0, events = 0;
+  for (auto _ : state) {
+    plumb::StepSimulation s = plumb::simulate_step(job, costs, true);
+    tasks = static_cast<double>(s.graph.size());
+    events = static_cast<double>(s.result.events);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  state.counters["tasks"] = tasks;
+  state.counters["events"] = events;
+  state.counters["max_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+BENCHMARK(BM_SimulateStepFull)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
 }  // namespace

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
+#include <stdexcept>
 
 #include "models/memory.hpp"
 #include "models/pipeline_run.hpp"
+#include "models/placement.hpp"
 #include "models/schedule_report.hpp"
 #include "models/zero_bubble.hpp"
 
@@ -14,23 +17,31 @@ namespace plumb {
 namespace {
 
 sim::Time ticks(double seconds) { return static_cast<sim::Time>(std::llround(seconds * 1e12)); }
-double seconds_of(sim::Time t) { return static_cast<double>(t) * 1e-12; }
 
 struct RankStreams {
   sim::StreamId compute, comm, p2p, dp;
 };
 
+// A communication task of a collective and the task it waits for on its own GPU: in full mode a
+// barrier joins the group's members between the two.
+struct Site {
+  sim::TaskId before, comm;
+};
+
+// What all replicas share: the streams of every machine GPU and the collective sites on each.
+struct StepShared {
+  std::vector<RankStreams> streams;                          // per machine GPU
+  std::vector<std::array<std::vector<Site>, kCommKinds>> sites;  // per machine GPU, per kind, in order
+  std::vector<double> activation_bytes;                      // per model stage
+};
+
+// One replica of the pipeline (one GPU per pipeline rank) built into the step's graph. `gpus` maps
+// each pipeline rank to its machine GPU; ops and sends name pipeline ranks.
 class StepOps final : public PipelineHooks {
  public:
-  StepOps(const Job& job, const StepCosts& costs, StepSimulation& out) : job_(job), costs_(costs), out_(out) {
-    const MemoryPlan plan = plan_memory(job);
-    for (std::int64_t r = 0; r < job.layout.pp; ++r) {
-      std::int32_t gpu = out.machine.add_gpu(fmt::format("pp rank {}", r), costs.sms);
-      streams.push_back({out.machine.add_stream(gpu, "compute"), out.machine.add_stream(gpu, "comm (TP/EP/CP)"),
-                         out.machine.add_stream(gpu, "pipeline send"), out.machine.add_stream(gpu, "data parallel")});
-    }
-    for (const StagePlan& s : plan.stages) activation_bytes.push_back(stage_activation_bytes(job, s));
-  }
+  StepOps(const Job& job, const StepCosts& costs, StepSimulation& out, StepShared& shared, std::vector<std::int32_t> gpus,
+          bool record_ops)
+      : job_(job), costs_(costs), out_(out), shared_(shared), gpus_(std::move(gpus)), record_ops_(record_ops) {}
 
   // ZeRO-1/2 gathers the previous optimizer step's parameters as the step starts; a stage's first
   // forward waits for its first layer's bucket, the rest arrives while it computes.
@@ -41,10 +52,8 @@ class StepOps final : public PipelineHooks {
         double total = costs_.stages[static_cast<std::size_t>(st)].param_gather;
         if (total <= 0) continue;
         double layers = static_cast<double>(std::max<std::int64_t>(1, job_.layout.stage_layers[static_cast<std::size_t>(st)]));
-        sim::TaskId first = comm_task(r, streams[static_cast<std::size_t>(r)].dp, fmt::format("param gather s{} (first bucket)", st),
-                                      total / layers, CommKind::dp);
-        if (layers > 1)
-          comm_task(r, streams[static_cast<std::size_t>(r)].dp, fmt::format("param gather s{}", st), total - total / layers, CommKind::dp);
+        sim::TaskId first = comm_task(r, streams(r).dp, fmt::format("param gather s{} (first bucket)", st), total / layers, CommKind::dp);
+        if (layers > 1) comm_task(r, streams(r).dp, fmt::format("param gather s{}", st), total - total / layers, CommKind::dp);
         first_gather[{r, st}] = first;
       }
   }
@@ -52,8 +61,10 @@ class StepOps final : public PipelineHooks {
   OpTasks add_op(std::int64_t rank, const PipeOp& o) override {
     const auto first = static_cast<sim::TaskId>(out_.graph.size());
     OpTasks t = expand(rank, o);
-    out_.op_tasks.resize(static_cast<std::size_t>(job_.layout.pp));
-    out_.op_tasks[static_cast<std::size_t>(rank)].emplace_back(first, static_cast<sim::TaskId>(out_.graph.size()));
+    if (record_ops_) {
+      out_.op_tasks.resize(static_cast<std::size_t>(job_.layout.pp));
+      out_.op_tasks[static_cast<std::size_t>(rank)].emplace_back(first, static_cast<sim::TaskId>(out_.graph.size()));
+    }
     return t;
   }
 
@@ -84,10 +95,10 @@ class StepOps final : public PipelineHooks {
     }
     // Activations live from the end of a forward to the end of the matching input gradient.
     if (o.kind == OpKind::forward || o.kind == OpKind::forward_backward)
-      out_.graph.set_memory_delta(t.forward_out, static_cast<std::int64_t>(activation_bytes[static_cast<std::size_t>(o.work.stage)]));
+      out_.graph.set_memory_delta(t.forward_out, static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(o.work.stage)]));
     if (o.kind == OpKind::backward || o.kind == OpKind::backward_input || o.kind == OpKind::forward_backward) {
       const StageWork& w = o.kind == OpKind::forward_backward ? o.other : o.work;
-      out_.graph.set_memory_delta(t.backward_out, -static_cast<std::int64_t>(activation_bytes[static_cast<std::size_t>(w.stage)]));
+      out_.graph.set_memory_delta(t.backward_out, -static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(w.stage)]));
     }
     return t;
   }
@@ -95,9 +106,8 @@ class StepOps final : public PipelineHooks {
   std::optional<std::pair<sim::TaskId, sim::TaskId>> add_send(std::int64_t from, std::int64_t, StageWork w, bool forward) override {
     const StageCost& c = costs_.stages[static_cast<std::size_t>(w.stage)];
     if (c.p2p <= 0 || c.p2p_in_passes) return std::nullopt;  // blocking sends sit inside the ops
-    const double seconds = c.p2p;
-    sim::TaskId t = comm_task(from, streams[static_cast<std::size_t>(from)].p2p,
-                              fmt::format("send {}{} s{}", forward ? "F" : "B", w.mb, w.stage), seconds, CommKind::pp);
+    sim::TaskId t = comm_task(from, streams(from).p2p, fmt::format("send {}{} s{}", forward ? "F" : "B", w.mb, w.stage), c.p2p,
+                              CommKind::pp);
     return std::pair{t, t};
   }
 
@@ -107,7 +117,7 @@ class StepOps final : public PipelineHooks {
     return t;
   }
   sim::TaskId compute_task(std::int64_t rank, const std::string& label, double seconds) {
-    sim::TaskId t = out_.graph.add_compute(label, streams[static_cast<std::size_t>(rank)].compute, ticks(seconds));
+    sim::TaskId t = out_.graph.add_compute(label, streams(rank).compute, ticks(seconds));
     note(rank, -1);
     return t;
   }
@@ -117,15 +127,20 @@ class StepOps final : public PipelineHooks {
     return t;
   }
 
-  std::vector<RankStreams> streams;
-  std::vector<double> activation_bytes;
+  // A collective's task on pipeline rank `rank`, after `before` on the same GPU.
+  void site(std::int64_t rank, CommKind kind, sim::TaskId before, sim::TaskId comm) {
+    shared_.sites[static_cast<std::size_t>(gpu(rank))][static_cast<std::size_t>(kind)].push_back({before, comm});
+  }
+  const RankStreams& streams(std::int64_t rank) const { return shared_.streams[static_cast<std::size_t>(gpu(rank))]; }
+  std::int32_t gpu(std::int64_t rank) const { return gpus_[static_cast<std::size_t>(rank)]; }
+
   std::map<std::pair<std::int64_t, std::int64_t>, sim::TaskId> first_gather;  // (rank, stage) → its first bucket
 
  private:
-  // Per task, in creation order: which rank it runs on and what kind of communication it is.
+  // Per task, in creation order: which GPU it runs on and what kind of communication it is.
   void note(std::int64_t rank, std::int8_t kind) {
     out_.task_comm.push_back(kind);
-    out_.task_rank.push_back(static_cast<std::int32_t>(rank));
+    out_.task_gpu.push_back(gpu(rank));
   }
 
   // Expands one or two passes (two: DualPipe's F&B) into tasks. Segments are created in the order
@@ -135,7 +150,7 @@ class StepOps final : public PipelineHooks {
   // its parameter gather.
   std::vector<std::pair<sim::TaskId, sim::TaskId>> chain(std::int64_t rank, const std::vector<std::pair<const Pass*, std::string>>& passes,
                                                          std::int64_t gather_stage) {
-    const RankStreams& st = streams[static_cast<std::size_t>(rank)];
+    const RankStreams& st = streams(rank);
     std::vector<sim::TaskId> entry, last;
     std::vector<std::pair<sim::TaskId, sim::TaskId>> ends;
     for (const auto& [pass, label] : passes) {
@@ -155,6 +170,7 @@ class StepOps final : public PipelineHooks {
       if (passes[p].first->background > 0) {
         background[p] = comm_task(rank, st.dp, passes[p].second + " ZeRO-3 gather/scatter", passes[p].first->background, CommKind::dp);
         out_.graph.add_dependency(entry[p], background[p]);
+        site(rank, CommKind::dp, entry[p], background[p]);
       }
     std::size_t n = 0;
     for (const auto& pp : passes) n = std::max(n, pp.first->segments.size());
@@ -171,7 +187,9 @@ class StepOps final : public PipelineHooks {
         }
         if (g.comm > 0) {
           comm = comm_task(rank, st.comm, fmt::format("{} {}", comm_kind_name(g.kind), passes[p].second), g.comm, g.kind);
-          out_.graph.add_dependency(g.overlapped || compute == sim::kNoTask ? before : compute, comm);
+          sim::TaskId waits = g.overlapped || compute == sim::kNoTask ? before : compute;
+          out_.graph.add_dependency(waits, comm);
+          site(rank, g.kind, waits, comm);
         }
         if (g.overlapped && compute != sim::kNoTask && comm != sim::kNoTask) {
           sim::TaskId join = marker(rank, passes[p].second);
@@ -197,87 +215,42 @@ class StepOps final : public PipelineHooks {
   const Job& job_;
   const StepCosts& costs_;
   StepSimulation& out_;
+  StepShared& shared_;
+  std::vector<std::int32_t> gpus_;
+  bool record_ops_;
 };
 
-// Where each rank's time went, from its tasks' intervals: computing; else communicating (exposed,
-// shared equally among the kinds running at that instant); else idle.
-void account(StepSimulation& s, std::size_t ranks) {
-  struct Edge {
-    sim::Time at;
-    int delta;
-    std::int8_t kind;  // −1 compute
-  };
-  std::vector<std::vector<Edge>> edges(ranks);
-  for (std::size_t t = 0; t < s.task_comm.size(); ++t) {
-    if (s.graph.kind(static_cast<sim::TaskId>(t)) == sim::TaskKind::marker) continue;
-    sim::Time a = s.result.start[t], b = s.result.end[t];
-    if (b <= a) continue;
-    auto& e = edges[static_cast<std::size_t>(s.task_rank[t])];
-    e.push_back({a, +1, s.task_comm[t]});
-    e.push_back({b, -1, s.task_comm[t]});
+// Zero-bubble schedules are ordered for the job's own op times (the slowest stage's); the others are
+// the generators' as they are.
+PipelineSchedule schedule_for(const Job& job, const StepCosts& costs) {
+  const ParallelLayout& p = job.layout;
+  PipelineSchedule s = make_schedule(p.schedule, p.pp, job.microbatches(), p.vp);
+  if (p.schedule != ScheduleKind::zb_h1 && p.schedule != ScheduleKind::zb_h2 && p.schedule != ScheduleKind::zb_v) return s;
+  ZeroBubbleSettings z{0, 0, 0, 0, {}};
+  for (const StageCost& c : costs.stages) {
+    z.f = std::max(z.f, c.forward.span());
+    z.b = std::max(z.b, c.input_grad.span());
+    z.w = std::max(z.w, c.weight_grad.span());
+    z.comm = std::max(z.comm, c.p2p);
   }
-  for (std::size_t r = 0; r < ranks; ++r) {
-    auto& e = edges[r];
-    std::sort(e.begin(), e.end(), [](const Edge& x, const Edge& y) { return x.at < y.at; });
-    std::array<int, kCommKinds + 1> active{};  // [0] compute, [1 + kind] communication
-    RankStep& out = s.ranks[r];
-    sim::Time at = 0;
-    auto close = [&](sim::Time until) {
-      double dt = seconds_of(until - at);
-      if (dt <= 0) return;
-      if (active[0] > 0) {
-        out.compute += dt;
-        return;
-      }
-      int kinds = 0;
-      for (std::size_t k = 0; k < kCommKinds; ++k) kinds += active[k + 1] > 0;
-      if (kinds == 0) {
-        out.idle += dt;
-        return;
-      }
-      for (std::size_t k = 0; k < kCommKinds; ++k)
-        if (active[k + 1] > 0) out.exposed[k] += dt / kinds;
-    };
-    for (const Edge& x : e) {
-      close(x.at);
-      at = x.at;
-      active[static_cast<std::size_t>(x.kind + 1)] += x.delta;
-    }
-    close(s.result.makespan);
-    out.bubble_fraction = s.step_time > 0 ? out.idle / s.step_time : 0;
+  try {
+    PipelineSchedule tuned = s;
+    zero_bubble(tuned, z);
+    return tuned;
+  } catch (const ScheduleError&) {
+    // The greedy heuristic can stall under the memory limits with very unequal times (ZB-V); the
+    // equal-time schedule then stands.
+    return s;
   }
 }
 
-}  // namespace
-
-StepSimulation simulate_step(const Job& job, const StepCosts& costs) {
-  StepSimulation out;
+// After the pipeline of one replica: per pipeline rank, the gradient reduction of each stage it
+// holds, issued in the order the rank finishes the stages' weight gradients; then the optimizer.
+// Each reduction is a data-parallel site keyed by its stage (DualPipe's mirror ranks hold the same
+// stage, so pairing by stage keeps their barriers right).
+void add_tail(const Job& job, const StepCosts& costs, const PipelineSchedule& s, const PipelineTasks& tasks, StepOps& ops,
+              StepSimulation& out, std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>>& dp_sites) {
   const ParallelLayout& p = job.layout;
-  out.schedule = make_schedule(p.schedule, p.pp, job.microbatches(), p.vp);
-  if (p.schedule == ScheduleKind::zb_h1 || p.schedule == ScheduleKind::zb_h2 || p.schedule == ScheduleKind::zb_v) {
-    // Zero-bubble schedules are ordered for the job's own op times (the slowest stage's).
-    ZeroBubbleSettings z{0, 0, 0, 0, {}};
-    for (const StageCost& c : costs.stages) {
-      z.f = std::max(z.f, c.forward.span());
-      z.b = std::max(z.b, c.input_grad.span());
-      z.w = std::max(z.w, c.weight_grad.span());
-      z.comm = std::max(z.comm, c.p2p);
-    }
-    try {
-      PipelineSchedule tuned = out.schedule;
-      zero_bubble(tuned, z);
-      out.schedule = std::move(tuned);
-    } catch (const ScheduleError&) {
-      // The greedy heuristic can stall under the memory limits with very unequal times (ZB-V); the
-      // equal-time schedule then stands.
-    }
-  }
-  const PipelineSchedule& s = out.schedule;
-  StepOps ops(job, costs, out);
-  ops.add_param_gathers(s);
-  PipelineTasks tasks = build_pipeline_graph(s, out.graph, ops);
-  // Per rank, the gradient reduction of each stage it holds, issued in the order the rank finishes
-  // the stages' weight gradients; then the optimizer once all of them are done.
   for (std::int64_t r = 0; r < s.ranks; ++r) {
     std::vector<std::pair<std::size_t, std::int32_t>> finish;  // (index of the rank's last W op of the stage, stage)
     const auto& list = s.ops[static_cast<std::size_t>(r)];
@@ -299,10 +272,12 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs) {
       const StageCost& c = costs.stages[static_cast<std::size_t>(st)];
       optimizer_seconds += c.optimizer;
       if (c.grad_sync <= 0) continue;
-      sim::TaskId sync = ops.comm_task(r, ops.streams[static_cast<std::size_t>(r)].dp, fmt::format("grad reduce s{}", st),
-                                       c.grad_sync, CommKind::dp);
       // A stage's gradients are complete when every micro-batch's W is (on both mirror ranks for DualPipe).
-      for (std::int32_t mb = 0; mb < s.microbatches; ++mb) out.graph.add_dependency(tasks.weight_grad(mb, st), sync);
+      sim::TaskId ready = ops.marker(r, fmt::format("gradients of s{} ready", st));
+      for (std::int32_t mb = 0; mb < s.microbatches; ++mb) out.graph.add_dependency(tasks.weight_grad(mb, st), ready);
+      sim::TaskId sync = ops.comm_task(r, ops.streams(r).dp, fmt::format("grad reduce s{}", st), c.grad_sync, CommKind::dp);
+      out.graph.add_dependency(ready, sync);
+      dp_sites[{ops.gpu(r), st}].push_back({ready, sync});
       syncs.push_back(sync);
     }
     sim::TaskId optimizer = ops.compute_task(r, "optimizer", optimizer_seconds);
@@ -311,67 +286,141 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs) {
       for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
         if (s.rank_of(st, mb) == r) out.graph.add_dependency(tasks.weight_grad(mb, st), optimizer);
   }
+}
+
+// A barrier across each group's members for every collective, so that none starts before all have
+// reached it: members align by kind and order of their sites.
+void join_groups(const std::vector<std::vector<std::int32_t>>& groups, CommKind kind, StepShared& shared, StepSimulation& out) {
+  for (const std::vector<std::int32_t>& members : groups) {
+    if (members.size() < 2) continue;
+    const auto k = static_cast<std::size_t>(kind);
+    const std::size_t n = shared.sites[static_cast<std::size_t>(members[0])][k].size();
+    for (std::int32_t m : members)
+      if (shared.sites[static_cast<std::size_t>(m)][k].size() != n)
+        throw std::logic_error(fmt::format("full step: GPUs {} and {} disagree on their {} collectives", members[0], m, comm_kind_name(kind)));
+    for (std::size_t j = 0; j < n; ++j) {
+      sim::TaskId barrier = out.graph.add_marker(fmt::format("{} barrier", comm_kind_name(kind)));
+      out.task_comm.push_back(-1);
+      out.task_gpu.push_back(members[0]);
+      for (std::int32_t m : members) {
+        const Site& site = shared.sites[static_cast<std::size_t>(m)][k][j];
+        out.graph.add_dependency(site.before, barrier);
+        out.graph.add_dependency(barrier, site.comm);
+      }
+    }
+  }
+}
+
+// Groups of machine GPUs (global ranks) that share every coordinate but `axis`.
+std::vector<std::vector<std::int32_t>> groups_along(const Placement& place, std::int64_t gpus, const std::string& axis) {
+  std::map<std::array<std::int64_t, 4>, std::vector<std::int32_t>> by_key;
+  for (std::int64_t g = 0; g < gpus; ++g) {
+    RankCoords c = place.coords(g);
+    std::array<std::int64_t, 4> key{};
+    if (axis == "tp") key = {c.cp, c.dp, c.pp, 0};
+    else if (axis == "cp") key = {c.tp, c.dp, c.pp, 1};
+    else if (axis == "ep") key = {c.etp, c.edp, c.pp, 2};
+    else key = {c.tp, c.cp, c.pp, 3};  // dp
+    by_key[key].push_back(static_cast<std::int32_t>(g));
+  }
+  std::vector<std::vector<std::int32_t>> out;
+  for (auto& [_, members] : by_key) out.push_back(std::move(members));
+  return out;
+}
+
+}  // namespace
+
+StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) {
+  StepSimulation out;
+  out.full = full;
+  const ParallelLayout& p = job.layout;
+  out.schedule = schedule_for(job, costs);
+  const PipelineSchedule& s = out.schedule;
+  StepShared shared;
+  const MemoryPlan plan = plan_memory(job);
+  for (const StagePlan& st : plan.stages) shared.activation_bytes.push_back(stage_activation_bytes(job, st));
+  // The replicas: symmetric mode one, standing for all; full mode every GPU of the job, grouped by
+  // pipeline rank in the order of their global ranks.
+  std::vector<std::vector<std::int32_t>> replicas;
+  std::optional<Placement> place;
+  if (!full) {
+    replicas.emplace_back();
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      replicas.back().push_back(static_cast<std::int32_t>(r));
+      out.gpu_pp.push_back(static_cast<std::int32_t>(r));
+    }
+  } else {
+    std::string why;
+    place = Placement::make(p, job.cluster.fabric.gpus_per_node, &why);
+    if (!place) throw std::invalid_argument(why);
+    replicas.assign(static_cast<std::size_t>(p.gpus() / p.pp), {});
+    std::vector<std::size_t> filled(static_cast<std::size_t>(p.pp), 0);
+    for (auto& rep : replicas) rep.assign(static_cast<std::size_t>(p.pp), -1);
+    for (std::int64_t g = 0; g < p.gpus(); ++g) {
+      auto pp = static_cast<std::size_t>(place->coords(g).pp);
+      replicas[filled[pp]++][pp] = static_cast<std::int32_t>(g);
+      out.gpu_pp.push_back(static_cast<std::int32_t>(pp));
+    }
+  }
+  for (std::size_t g = 0; g < out.gpu_pp.size(); ++g) {
+    std::int32_t gpu = out.machine.add_gpu(full ? fmt::format("GPU {} (pp {})", g, out.gpu_pp[g]) : fmt::format("pp rank {}", g), costs.sms);
+    shared.streams.push_back({out.machine.add_stream(gpu, "compute"), out.machine.add_stream(gpu, "comm (TP/EP/CP)"),
+                              out.machine.add_stream(gpu, "pipeline send"), out.machine.add_stream(gpu, "data parallel")});
+  }
+  shared.sites.resize(out.gpu_pp.size());
+  // With sampled routing each EP rank's experts run at its own load; the all-to-alls wait for the busiest.
+  std::vector<StepCosts> by_ep;
+  if (full && job.model.moe && job.training.sampled_routing && p.ep > 1) {
+    const double sp = p.sequence_parallel ? static_cast<double>(p.tp) : 1.0;
+    const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp)) / sp;
+    for (double load : sampled_moe_loads(p.ep, job.model.moe->experts, job.model.moe->top_k, tokens, job.training.routing_seed))
+      by_ep.push_back(step_costs(job, load));
+  }
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>> dp_sites;
+  for (std::size_t q = 0; q < replicas.size(); ++q) {
+    const StepCosts& mine = by_ep.empty() ? costs : by_ep[static_cast<std::size_t>(place->coords(replicas[q][0]).ep)];
+    StepOps ops(job, mine, out, shared, replicas[q], q == 0);
+    ops.add_param_gathers(s);
+    PipelineTasks tasks = build_pipeline_graph(s, out.graph, ops);
+    add_tail(job, mine, s, tasks, ops, out, dp_sites);
+  }
+  if (full) {
+    for (const auto& [kind, axis] : {std::pair{CommKind::tp, "tp"}, std::pair{CommKind::cp, "cp"}, std::pair{CommKind::ep, "ep"},
+                                     std::pair{CommKind::dp, "dp"}})
+      join_groups(groups_along(*place, p.gpus(), axis), kind, shared, out);
+    // Gradient reductions: every GPU holding a stage, across data parallelism (and DualPipe's mirrors).
+    std::map<std::pair<std::array<std::int64_t, 2>, std::int32_t>, std::vector<Site>> by_stage;
+    for (auto& [key, sites] : dp_sites) {
+      RankCoords c = place->coords(key.first);
+      for (const Site& site : sites) by_stage[{{c.tp, c.cp}, key.second}].push_back(site);
+    }
+    for (const auto& [_, sites] : by_stage) {
+      if (sites.size() < 2) continue;
+      sim::TaskId barrier = out.graph.add_marker("dp barrier");
+      out.task_comm.push_back(-1);
+      out.task_gpu.push_back(0);
+      for (const Site& site : sites) {
+        out.graph.add_dependency(site.before, barrier);
+        out.graph.add_dependency(barrier, site.comm);
+      }
+    }
+  }
   out.graph.finalize();
   try {
     out.result = sim::simulate(out.graph, out.machine);
   } catch (const sim::DeadlockError& e) {
     throw ScheduleError(fmt::format("the {} step cannot run: {}", schedule_name(s.kind), e.what()));
   }
-  out.step_time = seconds_of(out.result.makespan);
+  out.step_time = static_cast<double>(out.result.makespan) * 1e-12;
   out.ranks.resize(static_cast<std::size_t>(s.ranks));
-  account(out, static_cast<std::size_t>(s.ranks));
-  const MemoryPlan plan = plan_memory(job);
+  account_step(out);
   std::vector<std::int64_t> inflight = peak_activations(s);
   for (std::size_t r = 0; r < out.ranks.size(); ++r) {
     const RankMemory& m = plan.ranks[r];
-    out.ranks[r].peak_bytes = m.total_bytes() - m.activations_bytes + static_cast<double>(out.result.peak_memory[r]);
+    out.ranks[r].peak_bytes += m.total_bytes() - m.activations_bytes;
     out.ranks[r].peak_inflight = inflight[r];
   }
   return out;
-}
-
-std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s) {
-  std::vector<std::vector<PlacedOp>> rows(s.op_tasks.size());
-  for (std::size_t r = 0; r < s.op_tasks.size(); ++r)
-    for (std::size_t i = 0; i < s.op_tasks[r].size(); ++i) {
-      auto [first, last] = s.op_tasks[r][i];
-      sim::Time start = sim::kNever, end = 0;
-      for (sim::TaskId t = first; t < last; ++t) {
-        if (s.graph.kind(t) == sim::TaskKind::marker) continue;
-        start = std::min(start, s.result.start[t]);
-        end = std::max(end, s.result.end[t]);
-      }
-      if (start == sim::kNever) continue;
-      rows[r].push_back({&s.schedule.ops[r][i], seconds_of(start), seconds_of(end)});
-    }
-  return rows;
-}
-
-std::vector<std::string> critical_path_summary(const StepSimulation& s) {
-  std::vector<sim::TaskId> path = sim::critical_path(s.result);
-  std::vector<std::string> lines;
-  std::size_t i = 0;
-  while (i < path.size()) {
-    std::int32_t rank = s.task_rank[path[i]];
-    std::array<double, kCommKinds> comm{};
-    double compute = 0;
-    sim::Time from = s.result.start[path[i]], to = from;
-    std::string first = s.graph.label(path[i]), last = first;
-    for (; i < path.size() && s.task_rank[path[i]] == rank; ++i) {
-      sim::TaskId t = path[i];
-      double d = seconds_of(s.result.end[t] - s.result.start[t]);
-      if (s.task_comm[t] >= 0) comm[static_cast<std::size_t>(s.task_comm[t])] += d;
-      else if (s.graph.kind(t) != sim::TaskKind::marker) compute += d;
-      to = s.result.end[t];
-      last = s.graph.label(t);
-    }
-    std::string kinds;
-    for (std::size_t k = 0; k < kCommKinds; ++k)
-      if (comm[k] > 0) kinds += fmt::format(", {} {:.2f} ms", comm_kind_name(static_cast<CommKind>(k)), comm[k] * 1e3);
-    lines.push_back(fmt::format("pp rank {:>2}  {:>9.2f} → {:>9.2f} ms  {} … {}: compute {:.2f} ms{}", rank, seconds_of(from) * 1e3,
-                                seconds_of(to) * 1e3, first, last, compute * 1e3, kinds));
-  }
-  return lines;
 }
 
 }  // namespace plumb

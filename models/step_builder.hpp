@@ -3,7 +3,9 @@
 // every op expanded into its compute and communication segments (step_costs), pipeline sends, the
 // gradient reduction of each stage once its last weight gradient is done, the optimizer, and ZeRO's
 // parameter gathers. Symmetric mode: one GPU per pipeline rank stands for all its TP/DP/EP peers,
-// whose collectives are already costed with every peer's traffic.
+// whose collectives are already costed with every peer's traffic. Full mode: every GPU of the job,
+// each collective a barrier over its group's members (so a straggler holds the others back), and
+// with sampled routing each EP rank's experts at its own load.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -29,19 +31,25 @@ struct RankStep {
 
 struct StepSimulation {
   double step_time = 0;
-  std::vector<RankStep> ranks;  // per pipeline rank
+  bool full = false;
+  std::vector<RankStep> ranks;  // per pipeline rank (full mode: the mean over its GPUs; memory the most)
   PipelineSchedule schedule;
   sim::TaskGraph graph;
   sim::Machine machine;
   sim::SimResult result;
   std::vector<std::int8_t> task_comm;    // per task: the CommKind, or −1 for compute and markers
-  std::vector<std::int32_t> task_rank;   // per task
-  // Per rank, per schedule op: the tasks it became, [first, last).
+  std::vector<std::int32_t> task_gpu;    // per task: the machine GPU it runs on
+  std::vector<std::int32_t> gpu_pp;      // per machine GPU: its pipeline rank
+  // Per pipeline rank (of the first replica in full mode), per schedule op: its tasks, [first, last).
   std::vector<std::vector<std::pair<sim::TaskId, sim::TaskId>>> op_tasks;
 };
 
 // Throws ScheduleError when the job's schedule cannot be built for its pipeline.
-StepSimulation simulate_step(const Job& job, const StepCosts& costs);
+StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full = false);
+
+// Fills `ranks` from the timeline: per GPU its compute, exposed communication and idle time, averaged
+// per pipeline rank; the timeline's peak activation bytes per pipeline rank (the most over its GPUs).
+void account_step(StepSimulation& s);
 
 // The chain of work that set the step time, in a few lines: runs of tasks on one rank, with their
 // time by kind.

@@ -104,7 +104,13 @@ double interleaved_span(const Pass& a, const Pass& b) {
 
 double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
                              std::uint64_t seed) {
-  if (ep <= 1) return 1.0;
+  std::vector<double> loads = sampled_moe_loads(ep, experts, top_k, tokens_per_rank, seed);
+  return *std::max_element(loads.begin(), loads.end());
+}
+
+std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                                      std::uint64_t seed) {
+  if (ep <= 1) return {1.0};
   std::mt19937_64 rng(seed);
   std::vector<std::int64_t> pick(static_cast<std::size_t>(experts));
   std::vector<double> load(static_cast<std::size_t>(ep), 0.0);
@@ -119,7 +125,8 @@ double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t
     }
   }
   double mean = static_cast<double>(tokens * top_k) / static_cast<double>(ep);
-  return *std::max_element(load.begin(), load.end()) / mean;
+  for (double& l : load) l /= mean;
+  return load;
 }
 
 namespace {
@@ -183,7 +190,7 @@ double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& g
 
 class StageCoster {
  public:
-  explicit StageCoster(const Job& job)
+  StageCoster(const Job& job, std::optional<double> expert_load)
       : job_(job), ctx_(op_context(job)), groups_(groups_of(job)), recompute_(job.layout.recompute) {
     const ModelSpec& m = job.model;
     const double sp = job.layout.sequence_parallel ? static_cast<double>(job.layout.tp) : 1.0;
@@ -200,6 +207,7 @@ class StageCoster {
       d.bytes_per_token *= 2.0;
       dispatch_fwd_ = job.layout.ep > 1 ? moe_dispatch_cost(fwd, groups_.ep, groups_.links).seconds * imbalance_ : 0;
       a2a_bf16_ = job.layout.ep > 1 ? moe_dispatch_cost(d, groups_.ep, groups_.links).seconds * imbalance_ : 0;
+      expert_load_ = expert_load.value_or(imbalance_);
     }
     if (job.layout.cp > 1) {
       // Ring attention: each step passes the local keys and values to the next CP rank, cp−1 steps,
@@ -274,7 +282,7 @@ class StageCoster {
  private:
   double seconds(const LayerOp& op, int pass) const {
     double t = op_time(op, pass, job_).seconds;
-    return expert_op(op) ? t * imbalance_ : t;
+    return expert_op(op) ? t * expert_load_ : t;
   }
   static CommKind kind_of(CommPoint c) {
     return c == CommPoint::ep_dispatch || c == CommPoint::ep_combine ? CommKind::ep : CommKind::tp;
@@ -302,15 +310,16 @@ class StageCoster {
   Recompute recompute_;
   double activation_bytes_ = 0;
   double imbalance_ = 1.0;
+  double expert_load_ = 1.0;
   double dispatch_fwd_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
 };
 
 }  // namespace
 
-StepCosts step_costs(const Job& job) {
+StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const ModelSpec& m = job.model;
   const ParallelLayout& p = job.layout;
-  StageCoster coster(job);
+  StageCoster coster(job, expert_load);
   OpContext ctx = op_context(job);
   StepCosts out;
   out.sms = static_cast<std::int32_t>(job.cluster.gpu.sms);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -60,10 +61,14 @@ struct StepCosts {
   double moe_imbalance = 1.0;
 };
 
-StepCosts step_costs(const Job& job);
+// `expert_load`, when given, scales this rank's expert GEMMs by its own load over the mean (the full
+// simulation gives each EP rank its sampled load); the all-to-alls keep the busiest rank's.
+StepCosts step_costs(const Job& job, std::optional<double> expert_load = std::nullopt);
 
-// Max/mean tokens per EP rank when each of `tokens_per_rank` tokens on each of `ep` ranks picks `top_k`
-// distinct experts of `experts` uniformly at random (seeded, so runs repeat).
+// Tokens per EP rank over the mean when each of `tokens_per_rank` tokens on each of `ep` ranks picks
+// `top_k` distinct experts of `experts` uniformly at random (seeded, so runs repeat); and its maximum.
+std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                                      std::uint64_t seed);
 double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
                              std::uint64_t seed);
 
