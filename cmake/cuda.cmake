@@ -15,6 +15,8 @@ if(NOT PLUMB_CUDA STREQUAL "OFF")
     set(_plumb_cuda_missing "a CUDA compiler (nvcc; set CUDACXX)")
   endif()
   if(_plumb_cuda_missing STREQUAL "")
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 does not know nvcc's C++20 flag; the .cu files need only C++17
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(PLUMB_HAVE_CUDA ON)

@@ -9,7 +9,11 @@ namespace {
 LayerOp gemm(std::string name, double rows, double in, double out, double e) {
   double f = 2 * rows * in * out;
   double traffic = (rows * in + in * out + rows * out) * e;
-  return {std::move(name), OpClass::gemm, {f, f, f}, {traffic, traffic, traffic}};
+  LayerOp op{std::move(name), OpClass::gemm, {f, f, f}, {traffic, traffic, traffic}};
+  op.rows = rows;
+  op.in = in;
+  op.out = out;
+  return op;
 }
 
 // An elementwise op reading `read` and writing `write` elements per token, in 16-bit (fp8 training
@@ -134,6 +138,14 @@ std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
     ops.push_back(std::move(op));
   }
   return ops;
+}
+
+GemmShape gemm_shape(const LayerOp& op, int pass) {
+  switch (pass) {
+    case 0: return {op.rows, op.out, op.in};
+    case 1: return {op.rows, op.in, op.out};
+    default: return {op.in, op.out, op.rows};
+  }
 }
 
 PassFlops sum_flops(const std::vector<LayerOp>& ops) {

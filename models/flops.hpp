@@ -30,7 +30,16 @@ struct LayerOp {
   std::array<double, 3> flops{};  // forward, input gradient, weight gradient
   std::array<double, 3> bytes{};  // HBM traffic of each pass
   CommPoint before = CommPoint::none, after = CommPoint::none;  // in forward order
+  // GEMMs: `rows` tokens from `in` to `out` features. Forward is rows×in by in×out; the input
+  // gradient rows×out by out×in; the weight gradient in×rows by rows×out.
+  double rows = 0, in = 0, out = 0;
 };
+
+// The (M, N, K) of a GEMM op's pass (0 forward, 1 input gradient, 2 weight gradient): C[M×N] = A[M×K]·B[K×N].
+struct GemmShape {
+  double m = 0, n = 0, k = 0;
+};
+GemmShape gemm_shape(const LayerOp& op, int pass);
 
 // Where the ops run: `tokens` on this rank for this layer (micro-batch × sequence / cp), attention
 // over sequences of `seq` (keys per query), sharded by TP (and SP for elementwise ops) and experts by

@@ -1,12 +1,14 @@
 // Calibration: nccl-tests logs and plumb's measurement files read, α-β and efficiency curves fitted by
 // least squares, and the calibrated profiles valid and consistent with plumb's own cost model.
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "models/catalogue.hpp"
 #include "models/collective.hpp"
+#include "validate/bench_plan.hpp"
 #include "validate/calibrate.hpp"
 
 using namespace plumb;
@@ -120,4 +122,26 @@ TEST_CASE("a GPU calibrated from GEMM measurements carries the fitted efficiency
 TEST_CASE("a measurement file without its device and date is refused") {
   CHECK_THROWS_WITH_AS(read_measurements(Json::parse(R"({"plumb_measurements": 1, "gemm": []})"), "m.json"),
                        doctest::Contains("m.json: missing key \"device\""), InputError);
+}
+
+TEST_CASE("plumb-validate bench times exactly the GEMMs plumb costs, and its file is what calibrate reads") {
+  Job job = load_scenario(data_dir() / "scenarios/deepseek-v3-2048xh800.json");
+  std::vector<BenchGemm> gemms = bench_gemms(&job, true);
+  auto has = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
+    return std::any_of(gemms.begin(), gemms.end(), [&](const BenchGemm& g) { return g.m == m && g.n == n && g.k == k; });
+  };
+  // The routed experts' gate+up projection on one EP rank: 4096 tokens × top-8 rows, 7168 → 2·2048.
+  CHECK(has(32768, 4096, 7168));  // forward
+  CHECK(has(32768, 7168, 4096));  // input gradient
+  CHECK(has(7168, 4096, 32768));  // weight gradient
+  CHECK(has(256, 256, 256));
+  CHECK(has(16384, 16384, 16384));
+  for (std::size_t i = 1; i < gemms.size(); ++i)  // no shape twice, smallest first
+    CHECK(static_cast<double>(gemms[i - 1].m) * static_cast<double>(gemms[i - 1].n) * static_cast<double>(gemms[i - 1].k) <=
+          static_cast<double>(gemms[i].m) * static_cast<double>(gemms[i].n) * static_cast<double>(gemms[i].k));
+  std::vector<std::pair<BenchGemm, double>> timed{{gemms[0], 1e-5}, {gemms[1], 2e-5}};
+  Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed), "bench.json");
+  CHECK(m.gemm.size() == 2);
+  CHECK(m.device == "NVIDIA H100 80GB HBM3");
+  CHECK(m.gemm[1].seconds == 2e-5);
 }

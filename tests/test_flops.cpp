@@ -88,3 +88,22 @@ TEST_CASE("plumb ops times a compute-bound GEMM at the profile's GEMM efficiency
   double expected = op["forward"]["flops"].get<double>() / (job.cluster.gpu.peak_dense.at(MathDtype::bf16) * (792.1 / 989));
   CHECK(std::fabs(op["forward"]["time_s"].get<double>() / expected - 1) <= 1e-3);
 }
+
+TEST_CASE("each GEMM's three passes have the shapes of its FLOPs") {
+  ModelSpec m = test::model("deepseek-v3");
+  OpContext c;
+  c.tokens = 4096;
+  c.seq = 4096;
+  c.ep = 64;
+  for (const LayerOp& op : layer_ops(m, 10, c)) {
+    if (op.cls != OpClass::gemm) continue;
+    INFO(op.name);
+    for (int pass = 0; pass < 3; ++pass) {
+      GemmShape g = gemm_shape(op, pass);
+      CHECK(2 * g.m * g.n * g.k == doctest::Approx(op.flops[static_cast<std::size_t>(pass)]).epsilon(1e-12));
+    }
+    // The weight gradient contracts over the tokens; the other two produce a row per token.
+    CHECK(gemm_shape(op, 2).k == op.rows);
+    CHECK(gemm_shape(op, 0).m == op.rows);
+  }
+}

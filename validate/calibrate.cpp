@@ -35,6 +35,7 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
           g.dtype = row.choice<MathDtype>("dtype", Need::required, {{"bf16", MathDtype::bf16}, {"fp8", MathDtype::fp8}, {"tf32", MathDtype::tf32}, {"fp32", MathDtype::fp32}})
                         .value_or(MathDtype::bf16);
           g.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+          row.string("what", Need::optional);
           m.gemm.push_back(g);
         }
     }

@@ -1,0 +1,65 @@
+#include "validate/bench_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <set>
+#include <tuple>
+
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "models/op_cost.hpp"
+
+namespace plumb {
+
+std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep) {
+  std::vector<BenchGemm> out;
+  std::set<std::tuple<std::int64_t, std::int64_t, std::int64_t>> seen;
+  auto add = [&](double m, double n, double k, std::string what) {
+    auto mm = std::llround(m), nn = std::llround(n), kk = std::llround(k);
+    if (mm < 1 || nn < 1 || kk < 1 || !seen.insert({mm, nn, kk}).second) return;
+    out.push_back({mm, nn, kk, std::move(what)});
+  };
+  if (job) {
+    OpContext c = op_context(*job);
+    static const char* passes[] = {"forward", "input gradient", "weight gradient"};
+    for (const StagePlan& s : stage_plans(*job)) {
+      std::vector<LayerOp> ops;
+      if (s.layers > 0) ops = layer_ops(job->model, s.first_layer, c);
+      if (s.head)
+        for (LayerOp& op : head_ops(job->model, c)) ops.push_back(std::move(op));
+      for (const LayerOp& op : ops) {
+        if (op.cls != OpClass::gemm) continue;
+        for (int p = 0; p < 3; ++p) {
+          GemmShape g = gemm_shape(op, p);
+          add(g.m, g.n, g.k, fmt::format("stage {} {} ({})", s.index, op.name, passes[p]));
+        }
+      }
+    }
+  }
+  if (sweep)
+    for (std::int64_t s = 256; s <= 16384; s *= 2) add(static_cast<double>(s), static_cast<double>(s), static_cast<double>(s), "sweep");
+  std::sort(out.begin(), out.end(), [](const BenchGemm& a, const BenchGemm& b) {
+    double x = static_cast<double>(a.m) * static_cast<double>(a.n) * static_cast<double>(a.k);
+    double y = static_cast<double>(b.m) * static_cast<double>(b.n) * static_cast<double>(b.k);
+    return x != y ? x < y : std::tie(a.m, a.n, a.k) < std::tie(b.m, b.n, b.k);
+  });
+  return out;
+}
+
+Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
+                       const std::vector<std::pair<BenchGemm, double>>& timed) {
+  Json rows = Json::array();
+  for (const auto& [g, seconds] : timed)
+    rows.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", "bf16"}, {"seconds", seconds}, {"what", g.what}});
+  return {{"plumb_measurements", 1},
+          {"device", device},
+          {"driver", driver},
+          {"clock_mhz", clock_mhz},
+          {"date", date},
+          {"note", "plumb-validate bench: cuBLASLt bf16 TN GEMMs, fp32 accumulation, median of repetitions after warm-up, "
+                   "rotating buffers twice L2, inputs never zero"},
+          {"gemm", rows}};
+}
+
+}  // namespace plumb

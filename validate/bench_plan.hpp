@@ -1,0 +1,26 @@
+#pragma once
+// What `plumb-validate bench` measures: the distinct GEMMs of a scenario (every stage's layer ops and
+// head, forward, input and weight gradient, as plumb costs them) and a sweep of square sizes that
+// spans the efficiency curve, in the format `plumb calibrate` reads.
+#include <string>
+#include <vector>
+
+#include "models/job.hpp"
+#include "models/json_reader.hpp"
+#include "validate/calibrate.hpp"
+
+namespace plumb {
+
+struct BenchGemm {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string what;  // "stage 5 experts: gate+up projection (input gradient)" or "sweep"
+};
+
+// Distinct shapes, smallest FLOPs first; `sweep` adds squares 256…16384.
+std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep);
+
+// The measurement file for `plumb calibrate`, with the device, driver, clock and date beside the rows.
+Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
+                       const std::vector<std::pair<BenchGemm, double>>& timed);
+
+}  // namespace plumb
