@@ -79,9 +79,15 @@ GroupSpan Placement::span_of(const std::vector<Axis>& axes, const std::string& n
   const std::int64_t period = axis.stride * axis.size;
   const std::int64_t blocks = std::min(ranks_ / period, gpus_per_node_), offsets = std::min(axis.stride, gpus_per_node_);
   auto measure = [&](std::int64_t first) {
+    if (axis.stride >= gpus_per_node_) {  // members a node or more apart: one per node
+      s.nodes_min = std::min(s.nodes_min, axis.size);
+      s.nodes_max = std::max(s.nodes_max, axis.size);
+      s.gpus_per_node_max = std::max<std::int64_t>(s.gpus_per_node_max, 1);
+      return;
+    }
     nodes.clear();
+    // Members rise in rank, so their nodes come sorted.
     for (std::int64_t k = 0; k < axis.size; ++k) nodes.push_back(node_of(first + k * axis.stride));
-    std::sort(nodes.begin(), nodes.end());
     std::int64_t distinct = 0, run = 0, most = 0;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       run = (i > 0 && nodes[i] == nodes[i - 1]) ? run + 1 : 1;

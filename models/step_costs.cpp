@@ -1,6 +1,7 @@
 #include "models/step_costs.hpp"
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -336,7 +337,11 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const std::vector<StageParams> params = stage_params(job);
   const TrainingSpec& t = job.training;
   const double update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments + weight_bytes(t.precision);
-  for (const StagePlan& sp : stage_plans(job)) {
+  const double p2p = coster.p2p();
+  const std::vector<StagePlan> plans = stage_plans(job);
+  // Stages with the same layers in the same order (every middle stage, usually) share their passes.
+  std::map<std::vector<const StageCoster::LayerPasses*>, StageCost> built;
+  for (const StagePlan& sp : plans) {
     // The forward runs layers first to last; the backward of a stage is assembled in reverse.
     std::vector<const StageCoster::LayerPasses*> order;
     for (std::int64_t l = sp.first_layer; l < sp.first_layer + sp.layers; ++l) order.push_back(m.is_moe_layer(l) ? &moe : &dense);
@@ -345,14 +350,19 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
       order.push_back(&mtp_extra);
     }
     if (sp.head) order.push_back(&head);
-    StageCost s;
-    for (const auto* lp : order) s.forward.append(lp->forward);
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      s.input_grad.append((*it)->input_grad);
-      s.weight_grad.append((*it)->weight_grad);
-      s.backward.append((*it)->backward);
+    auto same = built.find(order);
+    if (same == built.end()) {
+      StageCost passes;
+      for (const auto* lp : order) passes.forward.append(lp->forward);
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        passes.input_grad.append((*it)->input_grad);
+        passes.weight_grad.append((*it)->weight_grad);
+        passes.backward.append((*it)->backward);
+      }
+      same = built.emplace(order, std::move(passes)).first;
     }
-    s.p2p = coster.p2p();
+    StageCost s = same->second;
+    s.p2p = p2p;
     if (!p.overlap_p2p && s.p2p > 0) {
       // Blocking sends: the op ends when its output has reached the neighbour stage.
       s.p2p_in_passes = true;
@@ -377,7 +387,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
     double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
     s.optimizer = (dense_share + expert_share) * update_bytes / job.cluster.gpu.hbm_bandwidth;
-    s.fb_overlap = interleaved_span(s.forward, s.backward);
+    if (p.schedule == ScheduleKind::dualpipe || p.schedule == ScheduleKind::dualpipe_v) s.fb_overlap = interleaved_span(s.forward, s.backward);
     out.stages.push_back(std::move(s));
   }
   return out;
