@@ -40,6 +40,16 @@ class PlanReader {
   std::vector<std::int64_t> sizes(const char* key, std::vector<std::int64_t> fallback) const {
     if (!list(key)) return fallback;
     std::vector<std::int64_t> out;
+    // {"from": a, "to": b}: a, 2a, 4a, … up to b.
+    if (const Json& v = *list(key); v.is_object()) {
+      std::string at = json_pointer_append("/plan", key);
+      ObjectReader r(v, at, src_);
+      std::int64_t from = r.integer("from", Need::required, 1, 1'000'000'000).value_or(1);
+      std::int64_t to = r.integer("to", Need::required, 1, 1'000'000'000).value_or(1);
+      if (to < from) r.error("to", fmt::format("{} is below from {}", to, from));
+      for (std::int64_t x = from; x <= to; x *= 2) out.push_back(x);
+      return out;
+    }
     each(key, [&](const Json& v, const std::string& pointer) {
       if (!v.is_number_integer() || v.get<std::int64_t>() < (std::string_view(key) == "zero" ? 0 : 1))
         src_.error(pointer, fmt::format("expected a positive whole number, found {}", json_brief(v)));

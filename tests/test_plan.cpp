@@ -152,4 +152,10 @@ TEST_CASE("a bad plan section names the key and the fix") {
   CHECK(message({"plan.schedule=[\"1f1b\", \"dualpip\"]"}).find("/plan/schedule/1: \"dualpip\" is not one of") != std::string::npos);
   CHECK(message({"plan.tp=[0]"}).find("/plan/tp/0: expected a positive whole number") != std::string::npos);
   CHECK(message({"plan.objective=fast"}).find("/plan/objective: expected \"time\" or \"cost\"") != std::string::npos);
+  CHECK(message({"plan.gpus={\"from\": 1024, \"to\": 512}"}).find("/plan/gpus/to: 512 is below from 1024") != std::string::npos);
+}
+
+TEST_CASE("a range of GPU counts doubles from its start to its end") {
+  PlanSpace s = read_plan_space(scenario("deepseek-v3-2048xh800.json", {"plan.gpus={\"from\": 512, \"to\": 4096}"}));
+  CHECK(s.gpus == std::vector<std::int64_t>{512, 1024, 2048, 4096});
 }
