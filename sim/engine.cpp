@@ -85,11 +85,9 @@ struct FluidTask {
   Time last;
 };
 
-// Everything the engine tracks per task, together (32 bytes) so that a task costs one cache miss.
+// What the engine tracks per task besides the results (start, end and binding live in the
+// SimResult's own arrays from the start, so nothing is copied at the end).
 struct TaskState {
-  Time start = -1;
-  Time end = -1;
-  TaskId binding = kNoTask;   // what it waited for last (see SimResult::binding)
   TaskId last_dep = kNoTask;  // the dependency that finished last
   std::uint32_t pending = 0;  // dependencies not yet finished
   std::uint32_t version = 0;  // bumped when an SM-sharing task's speed changes
@@ -112,6 +110,9 @@ class Engine {
     std::size_t n = g.size();
     if (n > kMaxEventId) throw std::length_error("simulate: more than 2^30 tasks");
     st_.resize(n);
+    r_.start.assign(n, -1);
+    r_.end.assign(n, -1);
+    r_.binding.assign(n, kNoTask);
     stream_offset_.assign(m.streams().size() + 1, 0);
     for (TaskId i = 0; i < n; ++i) {
       st_[i].pending = g.predecessor_count(i);
@@ -144,14 +145,6 @@ class Engine {
     }
     if (finished_ != g_.size()) deadlock();
     r_.makespan = now_;
-    r_.start.resize(st_.size());
-    r_.end.resize(st_.size());
-    r_.binding.resize(st_.size());
-    for (std::size_t i = 0; i < st_.size(); ++i) {
-      r_.start[i] = st_[i].start;
-      r_.end[i] = st_[i].end;
-      r_.binding[i] = st_[i].binding;
-    }
     r_.stream_busy = std::move(stream_busy_);
     if (network_) {
       r_.link_bytes.resize(topology_->link_count());
@@ -194,18 +187,18 @@ class Engine {
     std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
     if (pos >= stream_offset_[si + 1]) return;
     TaskId head = stream_tasks_[pos];
-    if (st_[head].pending != 0 || st_[head].start >= 0) return;
+    if (st_[head].pending != 0 || r_.start[head] >= 0) return;
     start(head);
   }
 
   void start(TaskId t) {
-    TaskState& state = st_[t];
-    state.start = now_;
+    const TaskState& state = st_[t];
+    r_.start[t] = now_;
     TaskId prev = kNoTask;
     if (StreamId s = g_.stream(t); s != kNoStream && stream_pos_[static_cast<std::size_t>(s)] > 0)
       prev = stream_tasks_[stream_offset_[static_cast<std::size_t>(s)] + stream_pos_[static_cast<std::size_t>(s)] - 1];
     TaskId dep = state.last_dep;
-    state.binding = (prev != kNoTask && (dep == kNoTask || st_[prev].end >= st_[dep].end)) ? prev : dep;
+    r_.binding[t] = (prev != kNoTask && (dep == kNoTask || r_.end[prev] >= r_.end[dep])) ? prev : dep;
     std::int32_t gpu = gpu_of(t);
     if (g_.hold_sms(t) > 0) {
       gpus_[static_cast<std::size_t>(gpu)].held_sms += g_.hold_sms(t);
@@ -275,7 +268,7 @@ class Engine {
   }
 
   void finish(TaskId t) {
-    st_[t].end = now_;
+    r_.end[t] = now_;
     r_.last_finished = t;
     ++finished_;
     std::int32_t gpu = gpu_of(t);
@@ -306,7 +299,7 @@ class Engine {
     std::size_t si = static_cast<std::size_t>(s);
     std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
     if (pos >= stream_offset_[si + 1] || stream_tasks_[pos] != t) return;  // released already
-    stream_busy_[si] += now_ - st_[t].start;
+    stream_busy_[si] += now_ - r_.start[t];
     ++stream_pos_[si];
     try_stream(s);
   }
@@ -347,12 +340,12 @@ class Engine {
     std::vector<std::vector<TaskId>> preds(g_.size());
     for (TaskId u = 0; u < g_.size(); ++u)
       for (const TaskId* s = g_.successors_begin(u); s != g_.successors_end(u); ++s)
-        if (st_[u].end < 0) preds[*s].push_back(u);
+        if (r_.end[u] < 0) preds[*s].push_back(u);
     auto name = [&](TaskId t) { return fmt::format("\"{}\" (#{})", g_.label(t), t); };
     std::vector<TaskId> waiting;
     std::string lines;
     for (TaskId t = 0; t < g_.size(); ++t) {
-      if (st_[t].start >= 0 || st_[t].pending == 0) continue;
+      if (r_.start[t] >= 0 || st_[t].pending == 0) continue;
       waiting.push_back(t);
       if (waiting.size() > 12) continue;
       std::string on;
@@ -371,7 +364,7 @@ class Engine {
       TaskId head = stream_tasks_[pos];
       for (std::uint64_t i = pos + 1; i < stream_offset_[s + 1]; ++i) {
         TaskId t = stream_tasks_[i];
-        if (st_[t].pending == 0 && st_[t].start < 0) {
+        if (st_[t].pending == 0 && r_.start[t] < 0) {
           waiting.push_back(t);
           if (waiting.size() <= 12) lines += fmt::format("\n  {} waits for {} ahead of it on its stream", name(t), name(head));
         }
