@@ -87,9 +87,11 @@ struct FluidTask {
 
 // What the engine tracks per task besides the results (start, end and binding live in the
 // SimResult's own arrays from the start, so nothing is copied at the end).
+constexpr std::uint32_t kStarted = 0xffffffffu;
+
 struct TaskState {
   TaskId last_dep = kNoTask;  // the dependency that finished last
-  std::uint32_t pending = 0;  // dependencies not yet finished
+  std::uint32_t pending = 0;  // dependencies not yet finished; kStarted once it has started
   std::uint32_t version = 0;  // bumped when an SM-sharing task's speed changes
 };
 
@@ -187,12 +189,13 @@ class Engine {
     std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
     if (pos >= stream_offset_[si + 1]) return;
     TaskId head = stream_tasks_[pos];
-    if (st_[head].pending != 0 || r_.start[head] >= 0) return;
+    if (st_[head].pending != 0) return;  // waiting for a dependency, or started (kStarted)
     start(head);
   }
 
   void start(TaskId t) {
-    const TaskState& state = st_[t];
+    TaskState& state = st_[t];
+    state.pending = kStarted;
     r_.start[t] = now_;
     TaskId prev = kNoTask;
     if (StreamId s = g_.stream(t); s != kNoStream && stream_pos_[static_cast<std::size_t>(s)] > 0)
