@@ -27,8 +27,9 @@ const std::vector<const Command*>& commands() {
 std::string top_help() {
   std::string text =
       "usage: plumb <command> [options]\n\n"
-      "plumb predicts how a large-model training job behaves on a GPU cluster: memory per stage, pipeline\n"
-      "schedules on a discrete-event engine, collectives over the topology, and the ops of each layer.\n\ncommands:\n";
+      "plumb predicts how a large-model training job behaves on a GPU cluster: one training step simulated\n"
+      "(run), the best layout, GPU and fabric searched (plan, merge), memory per stage, pipeline schedules,\n"
+      "collectives over the topology, the ops of each layer, and profiles fitted to measurements (calibrate).\n\ncommands:\n";
   for (const Command* c : commands())  // first usage line only; `plumb <command> --help` has the rest
     text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage.substr(0, c->spec.usage.find('\n')));
   text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";
