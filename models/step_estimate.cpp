@@ -76,8 +76,16 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
       // The bubble is set by the slowest rank's F + B − W (−2W where H2 and V fill it twice over).
       const double fill = p.schedule == ScheduleKind::zb_h1 ? 1.0 : 2.0;
       double gap = worst([&](const Chunk& k) { return std::max(0.0, k.f + k.bi - fill * k.w); });
-      double bubble = (pp - 1) * gap / (p.schedule == ScheduleKind::zb_v ? 2.0 : 1.0);
-      e.pipeline = busy + bubble + hops;
+      double bubble = (pp - 1) * gap;
+      e.pipeline = busy + bubble;
+      if (p.schedule == ScheduleKind::zb_v) {
+        // With few micro-batches rank 0 runs out of forwards before the first one has gone down and
+        // up the V (2p chunk forwards) and waits: its first backward, then all its backward work and
+        // the rest of its up-going forwards, bound the step from below.
+        double round_trip = worst([&](const Chunk& k) { return (2 * pp + m - 1) * k.f + 2 * m * (k.bi + k.w); });
+        e.pipeline = std::max(e.pipeline, round_trip);
+      }
+      e.pipeline += hops;
       break;
     }
     case ScheduleKind::dualpipe:

@@ -45,6 +45,7 @@ class Greedy {
     std::vector<std::int64_t> next_f, next_b;  // next micro-batch per held stage
     std::deque<StageWork> deferred_w;
     std::int64_t alive = 0;  // activation sets held
+    std::int64_t alive_first = 0;  // of them, the first held stage's (ZB-V: the down-going chunk)
     double free_at = 0;
     bool finished(std::int64_t m) const {
       for (std::size_t i = 0; i < stages.size(); ++i)
@@ -95,13 +96,28 @@ class Greedy {
       ops.push_back(PipeOp{OpKind::backward_input, {static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)}, {}, 0});
       rank.deferred_w.push_back({static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)});
       --rank.alive;
+      if (i == 0) --rank.alive_first;
       finish(r, t + z_.b, &b_done_[cell(mb, stage)], stage > 0 ? s_.rank_of(static_cast<std::int32_t>(stage - 1), static_cast<std::int32_t>(mb)) : -1);
       return;
     }
-    if (rank.alive < limit && (i = pick(false)) >= 0) {
+    // ZB-V keeps room for the up-going chunk: its warm-up runs at most 2p − 1 − r down-going forwards
+    // (Qi et al. §6), so that a rank never fills its memory with chunks whose backward needs the
+    // other chunk's forward to run first.
+    auto forward_allowed = [&](int which) {
+      if (which != 0 || s_.kind != ScheduleKind::zb_v) return true;
+      return rank.alive_first < 2 * s_.ranks - 1 - r;
+    };
+    if (rank.alive < limit && (i = pick(false)) >= 0 && !forward_allowed(i)) {
+      // The down-going chunk is at its cap: take the other chunk's forward if it is ready.
+      i = -1;
+      for (std::size_t k = 1; k < rank.stages.size(); ++k)
+        if (rank.next_f[k] < m && f_ready(rank.next_f[k], rank.stages[k]) <= t) i = static_cast<int>(k);
+    }
+    if (rank.alive < limit && i >= 0) {
       std::int64_t mb = rank.next_f[static_cast<std::size_t>(i)]++, stage = rank.stages[static_cast<std::size_t>(i)];
       ops.push_back(PipeOp{OpKind::forward, {static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)}, {}, 0});
       ++rank.alive;
+      if (i == 0) ++rank.alive_first;
       std::int64_t consumer = stage + 1 < s_.stages ? s_.rank_of(static_cast<std::int32_t>(stage + 1), static_cast<std::int32_t>(mb)) : r;
       finish(r, t + z_.f, &f_done_[cell(mb, stage)], consumer);
       return;

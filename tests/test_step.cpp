@@ -51,7 +51,7 @@ TEST_CASE("the analytic estimate is within 3% of the simulated step on every bun
 
 TEST_CASE("the analytic estimate follows the simulation across schedules") {
   // DeepSeek-V3's costs (comm-heavy, unequal stages) under each schedule that has a closed form.
-  for (std::string schedule : {"1f1b", "gpipe", "zb-h1", "zb-h2", "dualpipe"}) {
+  for (std::string schedule : {"1f1b", "gpipe", "zb-h1", "zb-h2", "zb-v", "dualpipe"}) {
     INFO(schedule);
     Run r = run(scenario("deepseek-v3-2048xh800.json", {"parallel.schedule=" + schedule}));
     CHECK(relative(r.report.estimate, r.report.step_time) < 0.03);
