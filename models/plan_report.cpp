@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "models/diagnostics.hpp"
+#include "models/schedule_report.hpp"
 
 namespace plumb {
 namespace {
@@ -148,7 +149,7 @@ std::string plan_svg(const Job& base, const PlanOutcome& o) {
   std::string out = fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)" "\n",
       left + 2 * w + gap + 40, top + h + 90);
-  out += fmt::format(R"(<text x="{}" y="22" font-size="14">{} — Pareto frontier and time breakdown</text>)" "\n", left, base.name);
+  out += fmt::format(R"(<text x="{}" y="22" font-size="14">{} — Pareto frontier and time breakdown</text>)" "\n", left, xml_escape(base.name));
   if (o.ranked.empty()) return out + "</svg>\n";
   double gmin = 1e300, gmax = 0, dmin = 1e300, dmax = 0;
   for (const PlanResult& r : o.ranked) {
@@ -164,7 +165,7 @@ std::string plan_svg(const Job& base, const PlanOutcome& o) {
   out += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)" "\n", left, top, w, h);
   for (const PlanResult& r : o.ranked)
     out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="2" fill="#bbbbbb"><title>{} · {} GPUs · {:.1f} days</title></circle>)" "\n",
-                       x(static_cast<double>(r.gpus)), y(r.days_with_failures), r.layout, r.gpus, r.days_with_failures);
+                       x(static_cast<double>(r.gpus)), y(r.days_with_failures), xml_escape(r.layout), r.gpus, r.days_with_failures);
   std::vector<std::size_t> front = o.pareto;
   std::sort(front.begin(), front.end(), [&](std::size_t a, std::size_t b) { return o.ranked[a].gpus < o.ranked[b].gpus; });
   std::string path;
@@ -172,7 +173,7 @@ std::string plan_svg(const Job& base, const PlanOutcome& o) {
     const PlanResult& r = o.ranked[i];
     path += fmt::format("{:.1f},{:.1f} ", x(static_cast<double>(r.gpus)), y(r.days_with_failures));
     out += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="4" fill="#d62728"><title>{} · {} GPUs · {:.1f} days · ${:.4g}</title></circle>)" "\n",
-                       x(static_cast<double>(r.gpus)), y(r.days_with_failures), r.layout, r.gpus, r.days_with_failures, r.cost_usd);
+                       x(static_cast<double>(r.gpus)), y(r.days_with_failures), xml_escape(r.layout), r.gpus, r.days_with_failures, r.cost_usd);
   }
   out += fmt::format(R"(<polyline points="{}" fill="none" stroke="#d62728"/>)" "\n", path);
   out += fmt::format(R"(<text x="{}" y="{}">GPUs (log scale, {:.0f} … {:.0f})</text>)" "\n", left + w / 2 - 60, top + h + 20,
@@ -196,7 +197,7 @@ std::string plan_svg(const Job& base, const PlanOutcome& o) {
     for (std::size_t k = 0; k < 7; ++k) {
       double len = parts[k] / std::max(longest, 1e-12) * (w - 20);
       out += fmt::format(R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}"><title>#{} {}: {} {:.3f} s</title></rect>)" "\n",
-                         at, yy, len, bar * 0.8, colours[k], i + 1, r.layout, names[k], parts[k]);
+                         at, yy, len, bar * 0.8, colours[k], i + 1, xml_escape(r.layout), names[k], parts[k]);
       at += len;
     }
   }

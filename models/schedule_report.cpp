@@ -77,6 +77,20 @@ std::string schedule_grid(const PipelineSchedule& s, const ScheduleRun& run, int
   return out;
 }
 
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 std::string schedule_svg(const PipelineSchedule& s, const ScheduleRun& run) {
   return schedule_svg(s, placed_ops(s, run), run.makespan,
                       fmt::format("{} · {} ranks · {} micro-batches · makespan {:.4g}", schedule_name(s.kind), s.ranks,
@@ -91,7 +105,7 @@ std::string schedule_svg(const PipelineSchedule& s, const std::vector<std::vecto
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)"
       "\n",
       left + 900 + 20, height);
-  out += fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)" "\n", left, title);
+  out += fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)" "\n", left, xml_escape(title));
   for (std::size_t r = 0; r < rows.size(); ++r) {
     double y = top + row * static_cast<double>(r);
     out += fmt::format(R"(<text x="5" y="{:.1f}">rank {}</text>)" "\n", y + row * 0.65, r);
@@ -99,10 +113,10 @@ std::string schedule_svg(const PipelineSchedule& s, const std::vector<std::vecto
     for (const PlacedOp& p : rows[r]) {
       double x = left + p.start * unit, w = (p.end - p.start) * unit;
       out += fmt::format(R"(<rect x="{:.2f}" y="{:.1f}" width="{:.2f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.5"><title>{} {}</title></rect>)" "\n",
-                         x, y, w, row - 4, kind_colour(p.op->kind), op_kind_symbol(p.op->kind), op_label(*p.op));
+                         x, y, w, row - 4, kind_colour(p.op->kind), op_kind_symbol(p.op->kind), xml_escape(op_label(*p.op)));
       if (w > 14)
         out += fmt::format(R"(<text x="{:.2f}" y="{:.1f}" fill="white" text-anchor="middle">{}</text>)" "\n", x + w / 2,
-                           y + row * 0.6, op_label(*p.op));
+                           y + row * 0.6, xml_escape(op_label(*p.op)));
     }
   }
   double y = top + row * static_cast<double>(s.ranks) + 20, x = left;

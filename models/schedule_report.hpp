@@ -2,6 +2,7 @@
 // `plumb schedule` output: the schedule as a rank × time grid like the papers' figures, a colour SVG,
 // JSON, and a side-by-side comparison of all schedules.
 #include <string>
+#include <string_view>
 
 #include "models/json_reader.hpp"
 #include "models/pipeline_run.hpp"
@@ -10,6 +11,8 @@ namespace plumb {
 
 std::string schedule_grid(const PipelineSchedule& s, const ScheduleRun& run, int max_width = 120);
 std::string schedule_svg(const PipelineSchedule& s, const ScheduleRun& run);
+// Text made safe inside SVG (XML) elements and attributes.
+std::string xml_escape(std::string_view text);
 // The same picture from any timing of the schedule's ops: per rank, each op with its start and end.
 struct PlacedOp {
   const PipeOp* op;

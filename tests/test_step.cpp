@@ -230,6 +230,14 @@ TEST_CASE("every op of the schedule is placed on the step's timeline in its rank
       if (i > 0) CHECK(rows[r][i].start >= rows[r][i - 1].start);  // one compute stream runs them in order
     }
   }
+  // Drawn, it is well-formed XML: DualPipe's "F&B" labels have their ampersand escaped.
+  std::string svg = schedule_svg(sim.schedule, rows, sim.step_time, "DeepSeek-V3 & DualPipe");
+  std::size_t escaped = 0;
+  for (std::size_t at = svg.find('&'); at != std::string::npos; at = svg.find('&', at + 1)) {
+    CHECK(svg.compare(at, 5, "&amp;") == 0);
+    ++escaped;
+  }
+  CHECK(escaped > 1);
 }
 
 TEST_CASE("context parallelism and ZeRO-3 add their communication where it belongs") {
