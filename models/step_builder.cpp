@@ -113,6 +113,7 @@ class StepOps final : public PipelineHooks {
 
   sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind) {
     sim::TaskId t = out_.graph.add_compute(label, stream, ticks(seconds), costs_.comm_sms);
+    if (costs_.network[static_cast<std::size_t>(kind)] && seconds > 0) out_.graph.set_shares_port(t);
     note(rank, static_cast<std::int8_t>(kind));
     return t;
   }

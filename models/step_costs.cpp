@@ -223,6 +223,17 @@ class StageCoster {
 
   double imbalance() const { return imbalance_; }
   const Groups& groups() const { return groups_; }
+  std::array<bool, kCommKinds> network() const {
+    std::array<bool, kCommKinds> n{};
+    n[static_cast<std::size_t>(CommKind::tp)] = groups_.tp.nodes > 1;
+    n[static_cast<std::size_t>(CommKind::ep)] = groups_.ep.nodes > 1;
+    n[static_cast<std::size_t>(CommKind::cp)] = groups_.cp.nodes > 1;
+    n[static_cast<std::size_t>(CommKind::pp)] = groups_.pp_crosses_nodes;
+    // DualPipe's mirror ranks are a pipeline apart, so their group spans nodes whenever the pipeline does.
+    n[static_cast<std::size_t>(CommKind::dp)] = groups_.dp.nodes > 1 || groups_.edp.nodes > 1 ||
+                                                (job_.layout.schedule == ScheduleKind::dualpipe && groups_.pp_crosses_nodes);
+    return n;
+  }
 
   struct LayerPasses {
     Pass forward, input_grad, weight_grad, backward;
@@ -326,6 +337,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   out.sms = static_cast<std::int32_t>(job.cluster.gpu.sms);
   out.comm_sms = p.comm_sms;  // below the SM count: finalize_layout checks it
   out.moe_imbalance = coster.imbalance();
+  out.network = coster.network();
 
   // Each layer kind is costed once: every dense layer is alike, and so is every MoE layer.
   StageCoster::LayerPasses dense = coster.passes(layer_ops(m, 0, ctx), true);

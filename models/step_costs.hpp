@@ -59,6 +59,10 @@ struct StepCosts {
   std::int32_t sms = 132;
   std::int32_t comm_sms = 20;
   double moe_imbalance = 1.0;
+  // Which kinds of communication cross nodes (their group spans several): those share each GPU's
+  // network port with one another when they overlap in the step (an EP all-to-all beside a DP
+  // reduce-scatter or a pipeline send), each going at 1/n.
+  std::array<bool, kCommKinds> network{};
 };
 
 // `expert_load`, when given, scales this rank's expert GEMMs by its own load over the mean (the full

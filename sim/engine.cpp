@@ -98,6 +98,7 @@ struct TaskState {
 struct GpuState {
   std::int32_t held_sms = 0;
   std::vector<FluidTask> fluid;
+  std::vector<FluidTask> port;  // tasks sharing the GPU's network port
   bool dirty = false;
   std::int64_t memory = 0;
 };
@@ -210,7 +211,10 @@ class Engine {
     switch (g_.kind(t)) {
       case TaskKind::marker: push(now_, t, EventKind::finish); break;
       case TaskKind::compute:
-        if (g_.hold_sms(t) > 0 || g_.work(t) == 0) {
+        if (g_.shares_port(t) && g_.work(t) > 0) {
+          gpus_[static_cast<std::size_t>(gpu)].port.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});
+          mark(gpu);
+        } else if (g_.hold_sms(t) > 0 || g_.work(t) == 0) {
           push(now_ + g_.work(t), t, EventKind::finish);
         } else {
           gpus_[static_cast<std::size_t>(gpu)].fluid.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});
@@ -236,10 +240,10 @@ class Engine {
     flow_task_[f] = t;
   }
 
-  // Only SM-sharing tasks care how many SMs are held; a GPU without them needs no re-rating.
+  // Only SM- or port-sharing tasks care what else runs; a GPU without them needs no re-rating.
   void mark(std::int32_t gpu) {
     GpuState& state = gpus_[static_cast<std::size_t>(gpu)];
-    if (state.dirty || state.fluid.empty()) return;
+    if (state.dirty || (state.fluid.empty() && state.port.empty())) return;
     state.dirty = true;
     dirty_gpus_.push_back(gpu);
   }
@@ -251,8 +255,8 @@ class Engine {
       case EventKind::compute_done: {
         if (e.version() != st_[id].version) return;  // its speed changed since
         GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_of(id))];
-        auto it = std::find_if(gpu.fluid.begin(), gpu.fluid.end(), [&](const FluidTask& f) { return f.task == id; });
-        gpu.fluid.erase(it);
+        std::vector<FluidTask>& list = g_.shares_port(id) ? gpu.port : gpu.fluid;
+        list.erase(std::find_if(list.begin(), list.end(), [&](const FluidTask& f) { return f.task == id; }));
         mark(gpu_of(id));
         finish(id);
         break;
@@ -314,18 +318,12 @@ class Engine {
       std::size_t gi = static_cast<std::size_t>(g);
       GpuState& gpu = gpus_[gi];
       gpu.dirty = false;
-      if (gpu.fluid.empty()) continue;
-      double sms = static_cast<double>(m_.gpus()[gi].sms);
-      double free = std::max(0.0, sms - gpu.held_sms);
-      double speed = m_.curve.speed(free / sms / static_cast<double>(gpu.fluid.size()));
-      for (FluidTask& f : gpu.fluid) {
-        if (speed == f.speed) continue;  // its queued completion still holds
-        f.remaining = std::max(0.0, f.remaining - f.speed * static_cast<double>(now_ - f.last));
-        f.last = now_;
-        f.speed = speed;
-        std::uint32_t version = ++st_[f.task].version;
-        if (speed > 0) push(now_ + static_cast<Time>(std::ceil(f.remaining / speed)), f.task, EventKind::compute_done, version);
+      if (!gpu.fluid.empty()) {
+        double sms = static_cast<double>(m_.gpus()[gi].sms);
+        double free = std::max(0.0, sms - gpu.held_sms);
+        rerate(gpu.fluid, m_.curve.speed(free / sms / static_cast<double>(gpu.fluid.size())));
       }
+      if (!gpu.port.empty()) rerate(gpu.port, 1.0 / static_cast<double>(gpu.port.size()));  // an equal share each
     }
     dirty_gpus_.clear();
     if (network_ && network_->dirty()) {
@@ -336,6 +334,18 @@ class Engine {
         flow_version_[f] = network_->version(f);
         push(network_->transmit_end(f), f, EventKind::transmitted, network_->version(f));
       }
+    }
+  }
+
+  // New speed for every task of a sharing group; those whose speed changed get a new completion.
+  void rerate(std::vector<FluidTask>& tasks, double speed) {
+    for (FluidTask& f : tasks) {
+      if (speed == f.speed) continue;  // its queued completion still holds
+      f.remaining = std::max(0.0, f.remaining - f.speed * static_cast<double>(now_ - f.last));
+      f.last = now_;
+      f.speed = speed;
+      std::uint32_t version = ++st_[f.task].version;
+      if (speed > 0) push(now_ + static_cast<Time>(std::ceil(f.remaining / speed)), f.task, EventKind::compute_done, version);
     }
   }
 

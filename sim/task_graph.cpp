@@ -29,6 +29,12 @@ TaskId TaskGraph::add_compute(std::string_view label, StreamId stream, Time work
   return t;
 }
 
+void TaskGraph::set_shares_port(TaskId task) {
+  if (task >= tasks_.size() || tasks_[task].kind != TaskKind::compute)
+    throw std::invalid_argument("TaskGraph: only a compute task can share a network port");
+  tasks_[task].shares_port = true;
+}
+
 TaskId TaskGraph::add_transfer(std::string_view label, StreamId stream, std::uint32_t src, std::uint32_t dst,
                                double bytes, std::int32_t hold_sms) {
   if (stream < 0) throw std::invalid_argument("TaskGraph: a transfer needs a stream");

@@ -27,6 +27,10 @@ class TaskGraph {
   // (communication kernels) while it runs.
   TaskId add_transfer(std::string_view label, StreamId stream, std::uint32_t src, std::uint32_t dst, double bytes,
                       std::int32_t hold_sms = 0);
+  // Marks a compute task as time on its GPU's network port (its `work` is how long it takes alone):
+  // such tasks running at once on one GPU share the port equally, each progressing at 1/n — NIC
+  // contention between collectives of different groups (an EP all-to-all beside a DP reduce-scatter).
+  void set_shares_port(TaskId task);
   // Completes as soon as its dependencies do; with a stream it also waits for the stream's turn.
   TaskId add_marker(std::string_view label, StreamId stream = kNoStream);
   // `after` starts only once `before` has finished.
@@ -39,6 +43,7 @@ class TaskGraph {
   StreamId stream(TaskId t) const { return tasks_[t].stream; }
   Time work(TaskId t) const { return tasks_[t].kind == TaskKind::compute ? tasks_[t].work : 0; }
   std::int32_t hold_sms(TaskId t) const { return tasks_[t].hold_sms; }
+  bool shares_port(TaskId t) const { return tasks_[t].shares_port; }
   double bytes(TaskId t) const { return transfer(t).bytes; }
   std::uint32_t src(TaskId t) const { return transfer(t).src; }
   std::uint32_t dst(TaskId t) const { return transfer(t).dst; }
@@ -63,6 +68,7 @@ class TaskGraph {
     std::int32_t hold_sms = 0;
     std::uint32_t label = 0;
     TaskKind kind = TaskKind::marker;
+    bool shares_port = false;
   };
   struct Transfer {
     double bytes = 0;

@@ -77,6 +77,29 @@ TEST_CASE("compute slows only while SMs are taken, and speeds up when they are r
   CHECK(q.end[x] == 1500);  // then x alone: 500 left at full speed
 }
 
+TEST_CASE("collectives sharing a GPU's network port split its bandwidth, max-min fair, and leave compute alone") {
+  Machine m;
+  std::int32_t gpu = m.add_gpu("gpu", 132);
+  StreamId ep = m.add_stream(gpu, "EP all-to-all"), dp = m.add_stream(gpu, "DP reduce-scatter"), compute = m.add_stream(gpu, "compute");
+  TaskGraph g;
+  // 10 us of all-to-all alone; a reduce-scatter of 10 us alone starts 5 us later. From 5 us they
+  // share the port: the all-to-all's last 5 us take 10, ending at 15; the reduce-scatter has 5 us of
+  // its own left then, alone again, ending at 20.
+  TaskId a2a = g.add_compute("a2a", ep, 10'000'000, 20);
+  g.set_shares_port(a2a);
+  TaskId wait = g.add_compute("before", dp, 5'000'000, 1);
+  TaskId rs = g.add_compute("rs", dp, 10'000'000, 20);
+  g.set_shares_port(rs);
+  g.add_dependency(wait, rs);
+  TaskId gemm = g.add_compute("gemm", compute, 10'000'000, 40);  // holds its SMs: a fixed duration
+  g.finalize();
+  SimResult r = simulate(g, m);
+  CHECK(r.end[a2a] == 15'000'000);
+  CHECK(r.end[rs] == 20'000'000);
+  CHECK(r.end[gemm] == 10'000'000);
+  CHECK_THROWS_AS(g.set_shares_port(9999), std::invalid_argument);
+}
+
 TEST_CASE("a configurable rate curve sets the speed for a share of the SMs") {
   Machine m;
   m.curve = RateCurve({{0.0, 0.0}, {0.5, 0.9}, {1.0, 1.0}});  // memory-bound: half the SMs give 90%

@@ -307,3 +307,19 @@ TEST_CASE("--full simulates every GPU with collectives as barriers and agrees wi
     }
   }
 }
+
+TEST_CASE("collectives crossing nodes share each GPU's network port when they overlap") {
+  Job job = scenario("deepseek-v3-2048xh800.json");
+  StepCosts costs = step_costs(job);
+  // EP64 over 8 nodes, DP over 128 ranks and PP16 all cross nodes; there is no TP.
+  CHECK(costs.network[static_cast<std::size_t>(CommKind::ep)]);
+  CHECK(costs.network[static_cast<std::size_t>(CommKind::dp)]);
+  CHECK(costs.network[static_cast<std::size_t>(CommKind::pp)]);
+  CHECK_FALSE(costs.network[static_cast<std::size_t>(CommKind::tp)]);
+  // Pipeline sends and gradient reductions overlap the all-to-alls: sharing the NIC costs time.
+  double shared = simulate_step(job, costs).step_time;
+  costs.network = {};
+  double exclusive = simulate_step(job, costs).step_time;
+  CHECK(shared > exclusive * 1.001);
+  CHECK(shared < exclusive * 1.10);
+}
