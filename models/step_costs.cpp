@@ -222,7 +222,6 @@ class StageCoster {
   }
 
   double imbalance() const { return imbalance_; }
-  const Groups& groups() const { return groups_; }
   std::array<bool, kCommKinds> network() const {
     std::array<bool, kCommKinds> n{};
     n[static_cast<std::size_t>(CommKind::tp)] = groups_.tp.nodes > 1;

@@ -44,7 +44,6 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   StepReport r;
   r.step_time = sim.step_time;
   r.estimate = estimate_step(job, costs).step_time;
-  r.tokens_per_step = static_cast<double>(job.training.global_batch * job.training.seq_len);
   StepRates rates = rates_at(job, r.step_time);
   r.tokens_per_s = rates.tokens_per_s;
   r.tokens_per_s_per_gpu = rates.tokens_per_s_per_gpu;

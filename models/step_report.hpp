@@ -26,7 +26,6 @@ struct TrainingTotals {
 struct StepReport {
   double step_time = 0;
   double estimate = 0;  // the analytic estimator's step time
-  double tokens_per_step = 0;
   double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
   double model_tflops_per_gpu = 0;
   double mfu = 0, hfu = 0;  // against the GPU's dense bf16 peak
