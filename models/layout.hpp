@@ -39,6 +39,10 @@ struct ParallelLayout {
   // Pipeline sends overlap compute (Megatron-LM's --overlap-p2p-communication, DualPipe). false: each
   // op waits for its send to finish, as Megatron-LM's blocking send/receive did at SC'21.
   bool overlap_p2p = true;
+  // Each stage's gradient reduction starts once its own gradients are done, overlapping the rest of
+  // the backward (Megatron-LM's --overlap-grad-reduce, PyTorch DDP buckets). false: every reduction
+  // waits for the whole backward, as Megatron-LM did at SC'21.
+  bool overlap_grad_reduce = true;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
   std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout

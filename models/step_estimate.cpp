@@ -119,12 +119,14 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
   // Head: a stage's first forward waits for its first parameter bucket (ZeRO-1/2).
   const StageCost& first = c.stages.front();
   e.head = first.param_gather / static_cast<double>(std::max<std::int64_t>(1, p.stage_layers.front()));
-  // Tail: rank 0 finishes last; its last stage's gradient reduction is exposed, then the optimizer.
+  // Tail: rank 0 finishes last; its last stage's gradient reduction is exposed (all of them when
+  // reductions wait for the whole backward), then the optimizer.
   std::vector<std::int64_t> held = stages_of_rank(p.schedule, 0, p.pp, p.vp);
   double optimizer = 0, sync = 0;
   for (std::int64_t s : held) {
     optimizer += c.stages[static_cast<std::size_t>(s)].optimizer;
-    sync = std::max(sync, c.stages[static_cast<std::size_t>(s)].grad_sync);
+    const double g = c.stages[static_cast<std::size_t>(s)].grad_sync;
+    sync = p.overlap_grad_reduce ? std::max(sync, g) : sync + g;
   }
   e.tail = sync + optimizer;
   e.step_time = e.head + e.pipeline + e.tail;

@@ -323,3 +323,15 @@ TEST_CASE("collectives crossing nodes share each GPU's network port when they ov
   CHECK(shared > exclusive * 1.001);
   CHECK(shared < exclusive * 1.10);
 }
+
+TEST_CASE("gradient reductions wait for the whole backward when they do not overlap it") {
+  // GPT-3 175B interleaved: each rank holds two chunks; overlapped, the first chunk's all-reduce runs
+  // beside the second chunk's backward; not overlapped, both come after it, and the step is longer by
+  // about the first one's time.
+  Job overlapped = scenario("gpt3-175b-megatron.json", {"parallel.overlap_grad_reduce=true"});
+  Job after = scenario("gpt3-175b-megatron.json");  // false, as Megatron-LM ran at SC'21
+  REQUIRE(!after.layout.overlap_grad_reduce);
+  Run a = run(overlapped), b = run(after);
+  CHECK(b.sim.step_time > a.sim.step_time);
+  CHECK(relative(b.report.estimate, b.sim.step_time) < 0.03);
+}
