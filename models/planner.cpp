@@ -132,18 +132,12 @@ void parallel_for(std::uint64_t n, int threads, Work&& work) {
 
 void simulate(const Job& base, const PlanSpace& space, PlanOutcome& o, const std::vector<std::size_t>& which, int threads);
 
-// Simulates the best `top` and re-ranks; a simulated layout can fall behind estimates it was ahead
-// of, so this repeats until the best `top` are all simulated (or a few rounds have passed).
+// Simulates the best `top` by the estimate; rank_results then puts them first, in simulated order.
 void simulate_best(const Job& base, const PlanSpace& space, PlanOutcome& o, int threads) {
-  for (int round = 0; round < 8; ++round) {
-    const std::size_t n = std::min<std::size_t>(o.ranked.size(), static_cast<std::size_t>(space.top));
-    std::vector<std::size_t> pending;
-    for (std::size_t i = 0; i < n; ++i)
-      if (!o.ranked[i].simulated) pending.push_back(i);
-    if (pending.empty()) return;
-    simulate(base, space, o, pending, threads);
-    rank_results(o, space);
-  }
+  std::vector<std::size_t> best;
+  for (std::size_t i = 0; i < std::min<std::size_t>(o.ranked.size(), static_cast<std::size_t>(space.top)); ++i) best.push_back(i);
+  simulate(base, space, o, best, threads);
+  rank_results(o, space);
 }
 
 void simulate(const Job& base, const PlanSpace& space, PlanOutcome& o, const std::vector<std::size_t>& which, int threads) {
@@ -173,11 +167,19 @@ std::uint64_t PlanOutcome::rejected_total() const {
 }
 
 void rank_results(PlanOutcome& o, const PlanSpace& space) {
-  auto objective = [&](const PlanResult& r) { return space.cheapest ? r.cost_usd : r.days_with_failures; };
+  // Every layout of a plan trains the same tokens per step, so time to train goes as the step time
+  // over the goodput, and cost as that times the GPUs: keys that rank right even when the scenario
+  // gives no token budget (and days are zero).
+  auto time = [](const PlanResult& r) { return r.step_time / std::max(r.goodput, 1e-12); };
+  auto cost = [&](const PlanResult& r) { return time(r) * static_cast<double>(r.gpus); };
+  auto objective = [&](const PlanResult& r) { return space.cheapest ? cost(r) : time(r); };
+  // The simulated layouts (the best `top` by the estimate) head the ranking in their simulated order;
+  // the rest follow by their estimates.
   std::sort(o.ranked.begin(), o.ranked.end(), [&](const PlanResult& a, const PlanResult& b) {
+    if (a.simulated != b.simulated) return a.simulated;
     if (objective(a) != objective(b)) return objective(a) < objective(b);
     if (a.gpus != b.gpus) return a.gpus < b.gpus;
-    if (a.cost_usd != b.cost_usd) return a.cost_usd < b.cost_usd;
+    if (cost(a) != cost(b)) return cost(a) < cost(b);
     return a.index < b.index;
   });
   // Pareto: walking from the fastest, a layout joins the frontier when no faster one is also at most
@@ -187,14 +189,14 @@ void rank_results(PlanOutcome& o, const PlanSpace& space) {
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const PlanResult &x = o.ranked[a], &y = o.ranked[b];
-    return x.days_with_failures != y.days_with_failures ? x.days_with_failures < y.days_with_failures : a < b;
+    return time(x) != time(y) ? time(x) < time(y) : a < b;
   });
   std::vector<std::size_t> front;
   for (std::size_t i : order) {
     const PlanResult& r = o.ranked[i];
     bool beaten = std::any_of(front.begin(), front.end(), [&](std::size_t j) {
       const PlanResult& f = o.ranked[j];
-      return f.gpus <= r.gpus && f.cost_usd <= r.cost_usd;
+      return f.gpus <= r.gpus && cost(f) <= cost(r);
     });
     if (!beaten) front.push_back(i);
   }

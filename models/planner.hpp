@@ -58,8 +58,8 @@ PlanOutcome run_plan(const Job& base, const PlanSpace& space, const PlanOptions&
 // best with the simulation as a single run would.
 PlanOutcome merge_plans(const Job& base, const PlanSpace& space, std::vector<PlanOutcome> parts, const PlanOptions& options);
 
-// Orders by time to train with failures (or cost, for `cheapest`), then GPUs, cost and index; marks
-// the Pareto frontier.
+// Orders by time to train with failures (or cost, for `cheapest`), then GPUs, cost and index — the
+// simulated layouts first, then the estimated ones — and marks the Pareto frontier.
 void rank_results(PlanOutcome& o, const PlanSpace& space);
 
 }  // namespace plumb

@@ -38,8 +38,11 @@ TEST_CASE("every point is either feasible or rejected with a reason, and the ran
   CHECK(o.feasible + o.rejected_total() == o.evaluated);
   CHECK(o.ranked.size() == o.feasible);
   CHECK(o.rejected.count("/parallel/vp") == 1);  // vp 2 only with interleaved, which is not in this space
-  for (std::size_t i = 1; i < o.ranked.size(); ++i) CHECK(o.ranked[i - 1].days_with_failures <= o.ranked[i].days_with_failures);
-  for (std::size_t i = 0; i < std::min<std::size_t>(6, o.ranked.size()); ++i) CHECK(o.ranked[i].simulated);
+  // The best six by the estimate are simulated and head the ranking in simulated order; the rest
+  // follow by their estimates.
+  for (std::size_t i = 0; i < o.ranked.size(); ++i) CHECK(o.ranked[i].simulated == (i < 6));
+  for (std::size_t i = 1; i < o.ranked.size(); ++i)
+    if (o.ranked[i - 1].simulated == o.ranked[i].simulated) CHECK(o.ranked[i - 1].days_with_failures <= o.ranked[i].days_with_failures);
 }
 
 TEST_CASE("on 2048 H800 the planner's best DeepSeek-V3 layout is at least as fast as the published one") {
