@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
-#include <map>
 
 namespace plumb {
 
@@ -178,7 +177,8 @@ namespace {
 // run_schedule's expansion: one compute task per op on the rank's compute stream, one task per send.
 class UnitOps final : public PipelineHooks {
  public:
-  UnitOps(const PipelineSchedule& s, const OpCosts& costs, ScheduleRun& run) : costs_(costs), run_(run) {
+  UnitOps(const PipelineSchedule& s, const OpCosts& costs, ScheduleRun& run)
+      : costs_(costs), run_(run), op_index_(static_cast<std::size_t>(s.ranks), 0) {
     for (std::int64_t r = 0; r < s.ranks; ++r) {
       std::int32_t gpu = run.machine.add_gpu(fmt::format("rank {}", r), 1);
       compute.push_back(run.machine.add_stream(gpu, "compute"));
@@ -189,7 +189,7 @@ class UnitOps final : public PipelineHooks {
     std::string label = o.kind == OpKind::forward_backward ? fmt::format("F{}&B{}", o.work.mb, o.other.mb)
                                                            : fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb);
     sim::TaskId t = run_.graph.add_compute(label, compute[static_cast<std::size_t>(rank)], ticks(costs_.of(o.kind, o.work.stage)), 1);
-    run_.task_op.emplace_back(rank, op_index_[rank]++);
+    run_.task_op.emplace_back(rank, op_index_[static_cast<std::size_t>(rank)]++);
     return {t, t, t, t};
   }
   std::optional<std::pair<sim::TaskId, sim::TaskId>> add_send(std::int64_t from, std::int64_t, StageWork, bool) override {
@@ -205,7 +205,7 @@ class UnitOps final : public PipelineHooks {
  private:
   const OpCosts& costs_;
   ScheduleRun& run_;
-  std::map<std::int64_t, std::size_t> op_index_;
+  std::vector<std::size_t> op_index_;  // per rank, its next op
 };
 
 }  // namespace

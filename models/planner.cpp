@@ -204,8 +204,10 @@ void rank_results(PlanOutcome& o, const PlanSpace& space) {
   o.pareto = front;
 }
 
-PlanOutcome run_plan(const Job& base, const PlanSpace& space, const PlanOptions& options) {
+PlanOutcome run_plan(const Job& scenario, const PlanSpace& space, const PlanOptions& options) {
   auto start = std::chrono::steady_clock::now();
+  Job base = scenario;
+  base.plan = Json();  // read already: every point's job copies the base, so leave the section behind
   const int threads = thread_count(options.threads);
   const std::uint64_t total = space.size();
   std::vector<std::uint64_t> mine;  // this shard's points
@@ -232,8 +234,10 @@ PlanOutcome run_plan(const Job& base, const PlanSpace& space, const PlanOptions&
   return out;
 }
 
-PlanOutcome merge_plans(const Job& base, const PlanSpace& space, std::vector<PlanOutcome> parts, const PlanOptions& options) {
+PlanOutcome merge_plans(const Job& scenario, const PlanSpace& space, std::vector<PlanOutcome> parts, const PlanOptions& options) {
   auto start = std::chrono::steady_clock::now();
+  Job base = scenario;
+  base.plan = Json();  // as run_plan: the points' jobs need no copy of it
   PlanOutcome out;
   double seconds = 0;
   for (PlanOutcome& p : parts) {

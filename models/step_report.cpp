@@ -44,12 +44,7 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   StepReport r;
   r.step_time = sim.step_time;
   r.estimate = estimate_step(job, costs).step_time;
-  StepRates rates = rates_at(job, r.step_time);
-  r.tokens_per_s = rates.tokens_per_s;
-  r.tokens_per_s_per_gpu = rates.tokens_per_s_per_gpu;
-  r.model_tflops_per_gpu = rates.model_tflops_per_gpu;
-  r.mfu = rates.mfu;
-  r.hfu = rates.hfu;
+  r.rates = rates_at(job, r.step_time);
   r.ranks = sim.ranks;
   for (const RankStep& k : sim.ranks) {
     r.bubble_fraction += k.bubble_fraction / static_cast<double>(sim.ranks.size());
@@ -81,11 +76,11 @@ Json step_report_json(const Job& job, const StepReport& r) {
           {"microbatches", job.microbatches()},
           {"step_time_s", r.step_time},
           {"estimate_step_time_s", r.estimate},
-          {"tokens_per_s", r.tokens_per_s},
-          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu},
-          {"model_tflops_per_gpu", r.model_tflops_per_gpu},
-          {"mfu", r.mfu},
-          {"hfu", r.hfu},
+          {"tokens_per_s", r.rates.tokens_per_s},
+          {"tokens_per_s_per_gpu", r.rates.tokens_per_s_per_gpu},
+          {"model_tflops_per_gpu", r.rates.model_tflops_per_gpu},
+          {"mfu", r.rates.mfu},
+          {"hfu", r.rates.hfu},
           {"bubble_fraction", r.bubble_fraction},
           {"exposed_comm_s", exposed},
           {"moe_imbalance", r.moe_imbalance},
@@ -111,9 +106,9 @@ std::string step_report_table(const Job& job, const StepReport& r) {
       job.cluster.gpu.name, p.tp, p.pp, p.dp, p.ep, p.cp, schedule_name(p.schedule), p.zero, job.microbatches(), p.micro_batch);
   out += fmt::format("step time          {:.3f} s   (analytic estimate {:.3f} s, {:+.1f}%)\n", r.step_time, r.estimate,
                      100 * (r.estimate / r.step_time - 1));
-  out += fmt::format("tokens/s           {:.4g} total, {:.1f} per GPU\n", r.tokens_per_s, r.tokens_per_s_per_gpu);
-  out += fmt::format("model TFLOP/s/GPU  {:.1f}   MFU {:.1f}%   HFU {:.1f}%   (of the bf16 dense peak)\n", r.model_tflops_per_gpu,
-                     100 * r.mfu, 100 * r.hfu);
+  out += fmt::format("tokens/s           {:.4g} total, {:.1f} per GPU\n", r.rates.tokens_per_s, r.rates.tokens_per_s_per_gpu);
+  out += fmt::format("model TFLOP/s/GPU  {:.1f}   MFU {:.1f}%   HFU {:.1f}%   (of the bf16 dense peak)\n", r.rates.model_tflops_per_gpu,
+                     100 * r.rates.mfu, 100 * r.rates.hfu);
   out += fmt::format("pipeline bubble    {:.1f}% of the step (mean over stages)\n", 100 * r.bubble_fraction);
   out += "exposed comm       ";
   for (std::size_t i = 0; i < kCommKinds; ++i)

@@ -23,12 +23,16 @@ struct TrainingTotals {
   double days_with_failures = 0, gpu_hours_with_failures = 0, cost_usd_with_failures = 0;
 };
 
+// Throughput and utilisation at a step time; MFU and HFU against the GPU's dense bf16 peak.
+struct StepRates {
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0, mfu = 0, hfu = 0;
+};
+StepRates rates_at(const Job& job, double step_time);
+
 struct StepReport {
   double step_time = 0;
   double estimate = 0;  // the analytic estimator's step time
-  double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
-  double model_tflops_per_gpu = 0;
-  double mfu = 0, hfu = 0;  // against the GPU's dense bf16 peak
+  StepRates rates;
   double bubble_fraction = 0;  // mean over pipeline ranks of idle / step time
   std::array<double, kCommKinds> exposed{};  // seconds per step, mean over pipeline ranks
   std::vector<RankStep> ranks;
@@ -38,12 +42,6 @@ struct StepReport {
   TrainingTotals training;
   std::vector<std::string> critical_path;
 };
-
-// Throughput and utilisation at a step time.
-struct StepRates {
-  double tokens_per_s = 0, tokens_per_s_per_gpu = 0, model_tflops_per_gpu = 0, mfu = 0, hfu = 0;
-};
-StepRates rates_at(const Job& job, double step_time);
 
 StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs);
 // Steps, days, GPU-hours and cost to train `job.training.tokens` at `step_time` seconds per step.

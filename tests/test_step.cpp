@@ -113,9 +113,9 @@ TEST_CASE("throughput, MFU and training totals follow from the step time") {
   Run r = run(job);
   const StepReport& p = r.report;
   double tokens = 15360.0 * 4096.0;
-  CHECK(relative(p.tokens_per_s, tokens / p.step_time) < 1e-12);
-  CHECK(relative(p.tokens_per_s_per_gpu * 2048, p.tokens_per_s) < 1e-12);
-  CHECK(relative(p.mfu, model_flops_per_token(job.model, 4096) * p.tokens_per_s_per_gpu / 989.4e12) < 1e-9);
+  CHECK(relative(p.rates.tokens_per_s, tokens / p.step_time) < 1e-12);
+  CHECK(relative(p.rates.tokens_per_s_per_gpu * 2048, p.rates.tokens_per_s) < 1e-12);
+  CHECK(relative(p.rates.mfu, model_flops_per_token(job.model, 4096) * p.rates.tokens_per_s_per_gpu / 989.4e12) < 1e-9);
   CHECK(relative(p.training.steps, 14.8e12 / tokens) < 1e-12);
   CHECK(relative(p.training.gpu_hours, p.training.steps * p.step_time * 2048 / 3600) < 1e-12);
   CHECK(relative(p.training.cost_usd, 2.0 * p.training.gpu_hours) < 1e-12);
