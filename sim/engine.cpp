@@ -1,6 +1,7 @@
 #include "sim/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <fmt/format.h>
@@ -33,49 +34,74 @@ struct Event {
 };
 constexpr std::uint32_t kMaxEventId = 0x3fffffffu;
 
-// A 4-ary min-heap: half the depth of a binary heap, and sifting moves a hole instead of swapping.
-class EventHeap {
+// A radix heap on time (Ahuja, Mehlhorn, Orlin and Tarjan, J. ACM 1990): a monotone priority
+// queue, for keys that never fall below the last one taken out — as in a simulation, where time
+// only advances. Bucket b ≥ 1 holds the events whose time's highest bit differing from the current
+// time is bit b − 1; `current_` holds those of the current time, sorted by their full key. Pushing
+// is O(1); when the current time is used up, the lowest non-empty bucket's least time becomes
+// current and its events drop into lower buckets, so each event moves at most 64 times and in
+// practice a few. It also says in O(1) whether more events of the current instant are queued.
+class EventQueue {
  public:
-  bool empty() const { return v_.empty(); }
-  const Event& top() const { return v_.front(); }
+  bool empty() const { return current_.empty() && nonempty_ == 0; }
+  bool has_same_time() const { return !current_.empty(); }
   void push(Event e) {
-    std::size_t i = v_.size();
-    v_.push_back(e);
-    while (i > 0) {
-      std::size_t parent = (i - 1) / 4;
-      if (v_[parent].order <= e.order) break;
-      v_[i] = v_[parent];
-      i = parent;
-    }
-    v_[i] = e;
+    if (!put(e)) return;
+    // An event of the current time after the refill (rare: the engine runs those without the queue).
+    auto at = std::upper_bound(current_.begin(), current_.end() - 1, e,
+                               [](const Event& a, const Event& b) { return a.order > b.order; });
+    std::rotate(at, current_.end() - 1, current_.end());
   }
-  void pop() {
-    Event last = v_.back();
-    v_.pop_back();
-    const std::size_t n = v_.size();
-    if (n == 0) return;
-    std::size_t i = 0;
-    while (true) {
-      std::size_t first = 4 * i + 1;
-      if (first >= n) break;
-      std::size_t best = first;
-      if (first + 3 < n) {  // a full node: pick the least of four
-        std::size_t a = v_[first + 1].order < v_[first].order ? first + 1 : first;
-        std::size_t b = v_[first + 3].order < v_[first + 2].order ? first + 3 : first + 2;
-        best = v_[b].order < v_[a].order ? b : a;
-      } else {
-        for (std::size_t c = first + 1; c < n; ++c)
-          if (v_[c].order < v_[best].order) best = c;
-      }
-      if (last.order <= v_[best].order) break;
-      v_[i] = v_[best];
-      i = best;
-    }
-    v_[i] = last;
+  Event pop() {
+    if (current_.empty()) refill();
+    Event e = current_.back();
+    current_.pop_back();
+    return e;
   }
 
  private:
-  std::vector<Event> v_;
+  // Files the event; true when it went to `current_` (appended, unsorted).
+  bool put(Event e) {
+    std::uint64_t x = static_cast<std::uint64_t>(e.time()) ^ time_;
+    if (x == 0) {
+      current_.push_back(e);
+      return true;
+    }
+    int b = 64 - __builtin_clzll(x);
+    buckets_[static_cast<std::size_t>(b)].push_back(e);
+    nonempty_ |= std::uint64_t{1} << (b - 1);
+    return false;
+  }
+  void refill() {
+    int b = __builtin_ctzll(nonempty_) + 1;
+    std::vector<Event>& bucket = buckets_[static_cast<std::size_t>(b)];
+    Time least = bucket.front().time();
+    for (const Event& e : bucket) least = std::min(least, e.time());
+    time_ = static_cast<std::uint64_t>(least);
+    nonempty_ &= ~(std::uint64_t{1} << (b - 1));
+    for (const Event& e : bucket) put(e);
+    bucket.clear();
+    sort_current();
+  }
+
+  // Descending by key; a few events at a time, so an inlined insertion sort beats std::sort's call.
+  void sort_current() {
+    if (current_.size() > 32) {
+      std::sort(current_.begin(), current_.end(), [](const Event& a, const Event& b) { return a.order > b.order; });
+      return;
+    }
+    for (std::size_t i = 1; i < current_.size(); ++i) {
+      Event e = current_[i];
+      std::size_t j = i;
+      for (; j > 0 && current_[j - 1].order < e.order; --j) current_[j] = current_[j - 1];
+      current_[j] = e;
+    }
+  }
+
+  std::array<std::vector<Event>, 65> buckets_;  // [0] unused: the current time's events are in current_
+  std::vector<Event> current_;                   // descending, so the least is at the back
+  std::uint64_t nonempty_ = 0;                   // bit b − 1: bucket b has events
+  std::uint64_t time_ = 0;                       // the current time
 };
 
 struct FluidTask {
@@ -106,31 +132,21 @@ struct GpuState {
 class Engine {
  public:
   Engine(const TaskGraph& g, const Machine& m, const Topology* t)
-      : g_(g), m_(m), topology_(t), gpus_(m.gpus().size()), stream_pos_(m.streams().size(), 0),
+      : g_(g), m_(m), topology_(t), gpus_(m.gpus().size()),
         stream_busy_(m.streams().size(), 0) {
     if (!g.finalized()) throw std::logic_error("simulate: finalize() the task graph first");
     if (t) network_.emplace(*t);
     std::size_t n = g.size();
     if (n > kMaxEventId) throw std::length_error("simulate: more than 2^30 tasks");
+    if (g.stream_count() > m.streams().size()) throw std::out_of_range("simulate: task on an unknown stream");
+    if (g.has_transfers() && !t) throw std::logic_error("simulate: transfers need a topology");
+    stream_next_.resize(g.stream_count());
+    for (std::size_t s = 0; s < g.stream_count(); ++s) stream_next_[s] = g.stream_begin(s);
     st_.resize(n);
+    for (TaskId i = 0; i < n; ++i) st_[i].pending = g.predecessor_count(i);
     r_.start.assign(n, -1);
     r_.end.assign(n, -1);
     r_.binding.assign(n, kNoTask);
-    stream_offset_.assign(m.streams().size() + 1, 0);
-    for (TaskId i = 0; i < n; ++i) {
-      st_[i].pending = g.predecessor_count(i);
-      StreamId s = g.stream(i);
-      if (s != kNoStream) {
-        if (static_cast<std::size_t>(s) >= m.streams().size()) throw std::out_of_range("simulate: task on an unknown stream");
-        ++stream_offset_[static_cast<std::size_t>(s) + 1];
-      }
-      if (g.kind(i) == TaskKind::transfer && !t) throw std::logic_error("simulate: transfers need a topology");
-    }
-    for (std::size_t s = 0; s < m.streams().size(); ++s) stream_offset_[s + 1] += stream_offset_[s];
-    stream_tasks_.resize(stream_offset_.back());
-    std::vector<std::uint64_t> fill(stream_offset_.begin(), stream_offset_.end() - 1);
-    for (TaskId i = 0; i < n; ++i)
-      if (g.stream(i) != kNoStream) stream_tasks_[fill[static_cast<std::size_t>(g.stream(i))]++] = i;
     r_.memory.resize(gpus_.size());
     r_.peak_memory.assign(gpus_.size(), 0);
   }
@@ -138,7 +154,7 @@ class Engine {
   SimResult run() {
     for (TaskId i = 0; i < g_.size(); ++i)
       if (st_[i].pending == 0 && g_.stream(i) == kNoStream) start(i);
-    for (std::size_t s = 0; s < m_.streams().size(); ++s) try_stream(static_cast<StreamId>(s));
+    for (std::size_t s = 0; s < g_.stream_count(); ++s) try_stream(static_cast<StreamId>(s));
     settle();
     for (Event e; next_event(e);) {
       now_ = e.time();
@@ -173,13 +189,12 @@ class Engine {
     due_now_.clear();
     due_next_ = 0;
     if (queue_.empty()) return false;
-    e = queue_.top();
-    queue_.pop();
+    e = queue_.pop();
     return true;
   }
 
   bool instant_over() const {
-    return due_next_ >= due_now_.size() && (queue_.empty() || queue_.top().time() != now_);
+    return due_next_ >= due_now_.size() && !queue_.has_same_time();
   }
 
   std::int32_t gpu_of(TaskId t) const { return g_.stream(t) == kNoStream ? -1 : m_.gpu_of(g_.stream(t)); }
@@ -187,9 +202,9 @@ class Engine {
   // Starts the head of stream s if it is ready and nothing else runs there.
   void try_stream(StreamId s) {
     std::size_t si = static_cast<std::size_t>(s);
-    std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
-    if (pos >= stream_offset_[si + 1]) return;
-    TaskId head = stream_tasks_[pos];
+    std::uint64_t pos = stream_next_[si];
+    if (pos >= g_.stream_begin(si + 1)) return;
+    TaskId head = g_.stream_task(pos);
     if (st_[head].pending != 0) return;  // waiting for a dependency, or started (kStarted)
     start(head);
   }
@@ -199,8 +214,10 @@ class Engine {
     state.pending = kStarted;
     r_.start[t] = now_;
     TaskId prev = kNoTask;
-    if (StreamId s = g_.stream(t); s != kNoStream && stream_pos_[static_cast<std::size_t>(s)] > 0)
-      prev = stream_tasks_[stream_offset_[static_cast<std::size_t>(s)] + stream_pos_[static_cast<std::size_t>(s)] - 1];
+    if (StreamId s = g_.stream(t); s != kNoStream) {
+      std::uint64_t pos = stream_next_[static_cast<std::size_t>(s)];
+      if (pos > g_.stream_begin(static_cast<std::size_t>(s))) prev = g_.stream_task(pos - 1);
+    }
     TaskId dep = state.last_dep;
     r_.binding[t] = (prev != kNoTask && (dep == kNoTask || r_.end[prev] >= r_.end[dep])) ? prev : dep;
     std::int32_t gpu = gpu_of(t);
@@ -304,10 +321,10 @@ class Engine {
     StreamId s = g_.stream(t);
     if (s == kNoStream) return;
     std::size_t si = static_cast<std::size_t>(s);
-    std::uint64_t pos = stream_offset_[si] + stream_pos_[si];
-    if (pos >= stream_offset_[si + 1] || stream_tasks_[pos] != t) return;  // released already
+    std::uint64_t pos = stream_next_[si];
+    if (pos >= g_.stream_begin(si + 1) || g_.stream_task(pos) != t) return;  // released already
     stream_busy_[si] += now_ - r_.start[t];
-    ++stream_pos_[si];
+    ++stream_next_[si];
     try_stream(s);
   }
 
@@ -371,12 +388,12 @@ class Engine {
       lines += fmt::format("\n  {}{} waits for {}", name(t), on, deps);
     }
     // Ready tasks that never ran are stuck behind an earlier task of their stream.
-    for (std::size_t s = 0; s < m_.streams().size(); ++s) {
-      std::uint64_t pos = stream_offset_[s] + stream_pos_[s];
-      if (pos >= stream_offset_[s + 1]) continue;
-      TaskId head = stream_tasks_[pos];
-      for (std::uint64_t i = pos + 1; i < stream_offset_[s + 1]; ++i) {
-        TaskId t = stream_tasks_[i];
+    for (std::size_t s = 0; s < g_.stream_count(); ++s) {
+      std::uint64_t pos = stream_next_[s];
+      if (pos >= g_.stream_begin(s + 1)) continue;
+      TaskId head = g_.stream_task(pos);
+      for (std::uint64_t i = pos + 1; i < g_.stream_begin(s + 1); ++i) {
+        TaskId t = g_.stream_task(i);
         if (st_[t].pending == 0 && r_.start[t] < 0) {
           waiting.push_back(t);
           if (waiting.size() <= 12) lines += fmt::format("\n  {} waits for {} ahead of it on its stream", name(t), name(head));
@@ -396,14 +413,12 @@ class Engine {
   std::optional<Network> network_;
   std::vector<GpuState> gpus_;
   std::vector<std::int32_t> dirty_gpus_;
-  std::vector<std::uint64_t> stream_offset_;
-  std::vector<TaskId> stream_tasks_;
-  std::vector<std::uint64_t> stream_pos_;
+  std::vector<std::uint64_t> stream_next_;  // per stream, the position of its next task in the graph's order
   std::vector<Time> stream_busy_;
   std::vector<TaskState> st_;
   std::vector<TaskId> flow_task_;
   std::vector<std::uint32_t> flow_version_;  // per flow, the version of its queued completion event
-  EventHeap queue_;
+  EventQueue queue_;
   std::vector<Event> due_now_;
   std::size_t due_next_ = 0;
   std::size_t finished_ = 0;

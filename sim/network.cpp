@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <queue>
 #include <stdexcept>
 
 namespace plumb::sim {
@@ -13,8 +12,7 @@ Network::Network(const Topology& topology)
       capacity_left_(topology.link_count(), 0.0),
       unfrozen_(topology.link_count(), 0),
       row_begin_(topology.link_count(), 0),
-      row_length_(topology.link_count(), 0),
-      touched_at_(topology.link_count(), 0) {}
+      row_length_(topology.link_count(), 0) {}
 
 Network::FlowId Network::start(std::vector<LinkId> path, double bytes, Time now) {
   if (path.empty()) throw std::invalid_argument("Network: a flow needs at least one link");
@@ -81,18 +79,27 @@ void Network::recompute(Time now) {
   rows_.resize(total);
   for (FlowId id : active_)
     for (LinkId l : flows_[id].path) rows_[row_begin_[l] + row_length_[l]++] = id;
-  using Entry = std::pair<double, LinkId>;  // (fair share, link); stale entries are skipped
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  for (LinkId l : used) heap.emplace(capacity_left_[l] / unfrozen_[l], l);
-  std::vector<LinkId> touched;
+  // A link's fair share only grows as flows through it freeze (they freeze at the least share, at
+  // most its own), so each link stays in the heap once: an entry found stale when it comes to the
+  // top goes back with the link's current share.
+  using Entry = std::pair<double, LinkId>;  // (fair share when pushed, link)
+  std::vector<Entry> heap;
+  heap.reserve(used.size());
+  for (LinkId l : used) heap.emplace_back(capacity_left_[l] / unfrozen_[l], l);
+  std::make_heap(heap.begin(), heap.end(), std::greater<>{});
   while (!heap.empty()) {
-    auto [share, l] = heap.top();
-    heap.pop();
-    if (unfrozen_[l] == 0 || share != capacity_left_[l] / unfrozen_[l]) continue;
-    share = std::max(share, 1.0);  // guards against rounding driving a share to zero
+    std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+    auto [share, l] = heap.back();
+    heap.pop_back();
+    if (unfrozen_[l] == 0) continue;
+    double current = capacity_left_[l] / unfrozen_[l];
+    if (current > share) {
+      heap.emplace_back(current, l);
+      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+      continue;
+    }
+    share = std::max(current, 1.0);  // guards against rounding driving a share to zero
     const FlowId* row = rows_.data() + row_begin_[l];
-    touched.clear();
-    const std::uint64_t step = ++fill_steps_;  // every filling step ever gets its own stamp
     for (std::uint32_t k = 0; k < row_length_[l]; ++k) {
       FlowId id = row[k];
       if (frozen_[id]) continue;
@@ -101,15 +108,8 @@ void Network::recompute(Time now) {
       for (LinkId j : flows_[id].path) {
         capacity_left_[j] = std::max(0.0, capacity_left_[j] - share);
         --unfrozen_[j];
-        if (j != l && touched_at_[j] != step) {
-          touched_at_[j] = step;
-          touched.push_back(j);
-        }
       }
     }
-    // Each link whose share changed goes back on the heap once, with its new share.
-    for (LinkId j : touched)
-      if (unfrozen_[j] > 0) heap.emplace(capacity_left_[j] / unfrozen_[j], j);
   }
   for (FlowId id : active_) {
     Flow& f = flows_[id];

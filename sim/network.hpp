@@ -58,8 +58,6 @@ class Network {
   std::vector<double> capacity_left_;
   std::vector<std::uint32_t> unfrozen_;
   std::vector<std::uint32_t> row_begin_, row_length_;
-  std::vector<std::uint64_t> touched_at_;  // filling step that last re-queued the link
-  std::uint64_t fill_steps_ = 0;
   std::vector<FlowId> rows_;
   std::vector<std::uint8_t> frozen_;
   bool dirty_ = false;

@@ -73,12 +73,24 @@ void TaskGraph::finalize() {
   for (auto [before, after] : edges_) succ_[fill[before]++] = after;
   edges_.clear();
   edges_.shrink_to_fit();
+  // Each stream's tasks in the order they were added: the order the stream runs them.
+  StreamId streams = 0;
+  for (const Record& r : tasks_) streams = std::max(streams, r.stream + 1);
+  stream_offset_.assign(static_cast<std::size_t>(streams) + 1, 0);
+  for (const Record& r : tasks_)
+    if (r.stream != kNoStream) ++stream_offset_[static_cast<std::size_t>(r.stream) + 1];
+  for (std::size_t i = 0; i + 1 < stream_offset_.size(); ++i) stream_offset_[i + 1] += stream_offset_[i];
+  stream_tasks_.resize(stream_offset_.back());
+  fill.assign(stream_offset_.begin(), stream_offset_.end() - 1);
+  for (TaskId t = 0; t < size(); ++t)
+    if (StreamId st = tasks_[t].stream; st != kNoStream) stream_tasks_[fill[static_cast<std::size_t>(st)]++] = t;
   finalized_ = true;
 }
 
 double TaskGraph::bytes_per_task() const {
   double bytes = static_cast<double>(size()) * (sizeof(Record) + sizeof(std::uint32_t) + sizeof(std::uint64_t)) +
                  static_cast<double>(transfers_.size() * sizeof(Transfer) + succ_.size() * sizeof(TaskId) +
+                                     stream_tasks_.size() * sizeof(TaskId) + stream_offset_.size() * sizeof(std::uint64_t) +
                                      memory_delta_.size() * sizeof(std::int64_t));
   return size() == 0 ? 0.0 : bytes / static_cast<double>(size());
 }

@@ -57,6 +57,14 @@ class TaskGraph {
   const TaskId* successors_begin(TaskId t) const { return succ_.data() + succ_offset_[t]; }
   const TaskId* successors_end(TaskId t) const { return succ_.data() + succ_offset_[t + 1]; }
 
+  // Streams used: one more than the highest stream id (valid after finalize()).
+  std::size_t stream_count() const { return stream_offset_.empty() ? 0 : stream_offset_.size() - 1; }
+  // Stream s's tasks in the order it runs them: positions [stream_begin(s), stream_begin(s + 1)) of
+  // stream_task (valid after finalize()).
+  std::uint64_t stream_begin(std::size_t s) const { return stream_offset_[s]; }
+  TaskId stream_task(std::uint64_t position) const { return stream_tasks_[position]; }
+  bool has_transfers() const { return !transfers_.empty(); }
+
   // Bytes of graph state per task (for the memory-linearity benchmark).
   double bytes_per_task() const;
 
@@ -86,6 +94,8 @@ class TaskGraph {
   std::vector<std::uint32_t> pred_count_;
   std::vector<std::uint64_t> succ_offset_;
   std::vector<TaskId> succ_;
+  std::vector<std::uint64_t> stream_offset_;
+  std::vector<TaskId> stream_tasks_;
   bool finalized_ = false;
 };
 
