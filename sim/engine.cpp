@@ -13,95 +13,71 @@ namespace {
 
 enum class EventKind : std::uint8_t { finish, compute_done, transmitted };
 
-__extension__ typedef unsigned __int128 u128;  // GCC/Clang builtin; __extension__ keeps -Wpedantic quiet
-
-// An event is one 128-bit number ordered as (time, kind, id, version): time in the high 64 bits,
-// then the kind (2 bits) over a task id — or, for `transmitted`, a network flow id — then a version
-// that lets an event whose estimate was superseded (a speed or rate changed) be recognised.
-// Events of one instant run in (kind, id) order, which depends only on the graph, so runs are
-// deterministic; and ordering is a single integer comparison.
+// An event: a time, what happens (a task finishes, a shared-speed task's work is done, a flow's
+// last byte leaves) to which task — or, for `transmitted`, which network flow — and a version that
+// lets an event whose estimate was superseded (a speed or rate changed) be recognised.
 struct Event {
-  u128 order;
+  Time time;
+  std::uint32_t key;  // kind (2 bits) over the id (30 bits)
+  std::uint32_t version;
   Event() = default;
-  Event(Time time, EventKind kind, std::uint32_t id, std::uint32_t version)
-      : order((static_cast<u128>(static_cast<std::uint64_t>(time)) << 64) |
-              (static_cast<u128>((static_cast<std::uint32_t>(kind) << 30) | id) << 32) | version) {}
-  Time time() const { return static_cast<Time>(static_cast<std::uint64_t>(order >> 64)); }
-  std::uint32_t key() const { return static_cast<std::uint32_t>(order >> 32); }
-  std::uint32_t id() const { return key() & 0x3fffffffu; }
-  EventKind kind() const { return static_cast<EventKind>(key() >> 30); }
-  std::uint32_t version() const { return static_cast<std::uint32_t>(order); }
+  Event(Time t, EventKind kind, std::uint32_t id, std::uint32_t v)
+      : time(t), key((static_cast<std::uint32_t>(kind) << 30) | id), version(v) {}
+  std::uint32_t id() const { return key & 0x3fffffffu; }
+  EventKind kind() const { return static_cast<EventKind>(key >> 30); }
 };
 constexpr std::uint32_t kMaxEventId = 0x3fffffffu;
 
-// A radix heap on time (Ahuja, Mehlhorn, Orlin and Tarjan, J. ACM 1990): a monotone priority
-// queue, for keys that never fall below the last one taken out — as in a simulation, where time
-// only advances. Bucket b ≥ 1 holds the events whose time's highest bit differing from the current
-// time is bit b − 1; `current_` holds those of the current time, sorted by their full key. Pushing
-// is O(1); when the current time is used up, the lowest non-empty bucket's least time becomes
-// current and its events drop into lower buckets, so each event moves at most 64 times and in
-// practice a few. It also says in O(1) whether more events of the current instant are queued.
+// The event queue, ordered by (time, sequence): events of one time come out in the order they were
+// pushed, so equal-time events run in a fixed order and runs are deterministic.
+//
+// A radix heap on time (Ahuja, Mehlhorn, Orlin and Tarjan, J. ACM 1990): a monotone priority queue,
+// for times that never fall below the current one — as in a simulation. Bucket b ≥ 1 holds the
+// events whose time's highest bit differing from the current time is bit b − 1; `current_` holds
+// those of the current time. Pushing is O(1); when the current time is used up, the lowest
+// non-empty bucket's least time becomes current and its events drop into lower buckets, so each
+// event moves at most 64 times and in practice a few. All events of one time always share a bucket
+// and moving keeps their order, which makes each time first-in first-out. Whether more events of
+// the current instant are queued is an O(1) question.
 class EventQueue {
  public:
-  bool empty() const { return current_.empty() && nonempty_ == 0; }
-  bool has_same_time() const { return !current_.empty(); }
-  void push(Event e) {
-    if (!put(e)) return;
-    // An event of the current time after the refill (rare: the engine runs those without the queue).
-    auto at = std::upper_bound(current_.begin(), current_.end() - 1, e,
-                               [](const Event& a, const Event& b) { return a.order > b.order; });
-    std::rotate(at, current_.end() - 1, current_.end());
-  }
+  bool empty() const { return next_ == current_.size() && nonempty_ == 0; }
+  bool has_same_time() const { return next_ < current_.size(); }
+  void push(Event e) { put(e); }
   Event pop() {
-    if (current_.empty()) refill();
-    Event e = current_.back();
-    current_.pop_back();
-    return e;
+    if (next_ == current_.size()) refill();
+    return current_[next_++];
   }
 
  private:
-  // Files the event; true when it went to `current_` (appended, unsorted).
-  bool put(Event e) {
-    std::uint64_t x = static_cast<std::uint64_t>(e.time()) ^ time_;
+  void put(Event e) {
+    std::uint64_t x = static_cast<std::uint64_t>(e.time) ^ time_;
     if (x == 0) {
       current_.push_back(e);
-      return true;
+      return;
     }
     int b = 64 - __builtin_clzll(x);
     buckets_[static_cast<std::size_t>(b)].push_back(e);
     nonempty_ |= std::uint64_t{1} << (b - 1);
-    return false;
   }
   void refill() {
+    current_.clear();
+    next_ = 0;
     int b = __builtin_ctzll(nonempty_) + 1;
     std::vector<Event>& bucket = buckets_[static_cast<std::size_t>(b)];
-    Time least = bucket.front().time();
-    for (const Event& e : bucket) least = std::min(least, e.time());
+    Time least = bucket.front().time;
+    for (const Event& e : bucket) least = std::min(least, e.time);
     time_ = static_cast<std::uint64_t>(least);
     nonempty_ &= ~(std::uint64_t{1} << (b - 1));
     for (const Event& e : bucket) put(e);
     bucket.clear();
-    sort_current();
-  }
-
-  // Descending by key; a few events at a time, so an inlined insertion sort beats std::sort's call.
-  void sort_current() {
-    if (current_.size() > 32) {
-      std::sort(current_.begin(), current_.end(), [](const Event& a, const Event& b) { return a.order > b.order; });
-      return;
-    }
-    for (std::size_t i = 1; i < current_.size(); ++i) {
-      Event e = current_[i];
-      std::size_t j = i;
-      for (; j > 0 && current_[j - 1].order < e.order; --j) current_[j] = current_[j - 1];
-      current_[j] = e;
-    }
   }
 
   std::array<std::vector<Event>, 65> buckets_;  // [0] unused: the current time's events are in current_
-  std::vector<Event> current_;                   // descending, so the least is at the back
-  std::uint64_t nonempty_ = 0;                   // bit b − 1: bucket b has events
-  std::uint64_t time_ = 0;                       // the current time
+  std::vector<Event> current_;                   // the current time's events; [next_, end) still queued
+  std::size_t next_ = 0;
+  std::uint64_t nonempty_ = 0;  // bit b − 1: bucket b has events
+  std::uint64_t time_ = 0;      // the current time (times are never negative)
 };
 
 struct FluidTask {
@@ -157,7 +133,7 @@ class Engine {
     for (std::size_t s = 0; s < g_.stream_count(); ++s) try_stream(static_cast<StreamId>(s));
     settle();
     for (Event e; next_event(e);) {
-      now_ = e.time();
+      now_ = e.time;
       ++r_.events;
       handle(e);
       if (instant_over()) settle();
@@ -174,28 +150,18 @@ class Engine {
   }
 
  private:
-  // Events due now skip the heap: they run in the order they were raised, before later ones.
+  // Events of the current instant join the queue behind those already due now.
   void push(Time t, std::uint32_t id, EventKind kind, std::uint32_t version = 0) {
-    Event e(t, kind, id, version);
-    if (t == now_) due_now_.push_back(e);
-    else queue_.push(e);
+    queue_.push(Event(t, kind, id, version));
   }
 
   bool next_event(Event& e) {
-    if (due_next_ < due_now_.size()) {
-      e = due_now_[due_next_++];
-      return true;
-    }
-    due_now_.clear();
-    due_next_ = 0;
     if (queue_.empty()) return false;
     e = queue_.pop();
     return true;
   }
 
-  bool instant_over() const {
-    return due_next_ >= due_now_.size() && !queue_.has_same_time();
-  }
+  bool instant_over() const { return !queue_.has_same_time(); }
 
   std::int32_t gpu_of(TaskId t) const { return g_.stream(t) == kNoStream ? -1 : m_.gpu_of(g_.stream(t)); }
 
@@ -270,7 +236,7 @@ class Engine {
     switch (e.kind()) {
       case EventKind::finish: finish(id); break;
       case EventKind::compute_done: {
-        if (e.version() != st_[id].version) return;  // its speed changed since
+        if (e.version != st_[id].version) return;  // its speed changed since
         GpuState& gpu = gpus_[static_cast<std::size_t>(gpu_of(id))];
         std::vector<FluidTask>& list = g_.shares_port(id) ? gpu.port : gpu.fluid;
         list.erase(std::find_if(list.begin(), list.end(), [&](const FluidTask& f) { return f.task == id; }));
@@ -280,7 +246,7 @@ class Engine {
       }
       case EventKind::transmitted: {
         Network::FlowId f = id;
-        if (e.version() != network_->version(f)) return;  // its rate changed since
+        if (e.version != network_->version(f)) return;  // its rate changed since
         TaskId t = flow_task_[f];
         Time latency = network_->latency(f);
         network_->stop(f, now_);
@@ -419,8 +385,6 @@ class Engine {
   std::vector<TaskId> flow_task_;
   std::vector<std::uint32_t> flow_version_;  // per flow, the version of its queued completion event
   EventQueue queue_;
-  std::vector<Event> due_now_;
-  std::size_t due_next_ = 0;
   std::size_t finished_ = 0;
   Time now_ = 0;
   SimResult r_;
