@@ -104,7 +104,8 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   }
   const MoeSpec& moe = *m.moe;
   double k = static_cast<double>(moe.top_k);
-  ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), e));
+  ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), kElementwiseBytes));
+  ops.back().high_precision = true;
   ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h, kElementwiseBytes, 2 * h));  // a gather back
   if (c.ep > 1) ops.back().after = CommPoint::ep_dispatch;
   // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
@@ -120,11 +121,12 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
 }
 
 std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
-  const double h = static_cast<double>(m.hidden), e = c.element_bytes;
+  const double h = static_cast<double>(m.hidden);
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
   const double vocab = static_cast<double>(m.vocab) / tp;
-  std::vector<LayerOp> ops{elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, e),
+  std::vector<LayerOp> ops{elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, kElementwiseBytes),
                            elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0, 2 * vocab)};  // softmax − one-hot
+  ops[1].high_precision = true;
   if (c.tp > 1) ops[1].before = CommPoint::tp_enter;
   return ops;
 }

@@ -33,6 +33,9 @@ struct LayerOp {
   // GEMMs: `rows` tokens from `in` to `out` features. Forward is rows×in by in×out; the input
   // gradient rows×out by out×in; the weight gradient in×rows by rows×out.
   double rows = 0, in = 0, out = 0;
+  // Kept in 16-bit under fp8 training: DeepSeek-V3 §3.3.1 keeps the output head and the MoE gating
+  // (with embedding, normalization and attention, which are not GEMMs here) in BF16 or FP32.
+  bool high_precision = false;
 };
 
 // The (M, N, K) of a GEMM op's pass (0 forward, 1 input gradient, 2 weight gradient): C[M×N] = A[M×K]·B[K×N].

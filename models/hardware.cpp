@@ -71,9 +71,10 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 
 }  // namespace
 
-double GpuSpec::gemm_efficiency_at(double flops) const {
+double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
+  const auto& table = dtype == MathDtype::fp8 && !gemm_efficiency_fp8.empty() ? gemm_efficiency_fp8 : gemm_efficiency;
   double e = 1.0;
-  for (const auto& [from, efficiency] : gemm_efficiency)
+  for (const auto& [from, efficiency] : table)
     if (flops >= from) e = efficiency;
   return e;
 }
@@ -87,6 +88,28 @@ std::string_view math_dtype_name(MathDtype d) {
   }
   return "?";
 }
+
+namespace {
+
+// A list of {"from_flops", "efficiency"} rows rising in from_flops.
+void read_efficiency_table(ObjectReader& r, const char* key, std::vector<std::pair<double, double>>& out) {
+  const Json* table = r.child(key, Need::optional);
+  if (!table) return;
+  std::string at = r.pointer(key);
+  if (!table->is_array() || table->empty()) {
+    r.error(key, "expected a list of {\"from_flops\": ..., \"efficiency\": ...} rows");
+    return;
+  }
+  for (std::size_t i = 0; i < table->size(); ++i) {
+    ObjectReader row((*table)[i], json_pointer_append(at, std::to_string(i)), r.source());
+    double from = read_from_flops(row);
+    double efficiency = row.number("efficiency", Need::required, 0.01, 1.0).value_or(1.0);
+    if (!out.empty() && from <= out.back().first) row.error("from_flops", "rows must rise in from_flops");
+    out.emplace_back(from, efficiency);
+  }
+}
+
+}  // namespace
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
   return read_profile<GpuSpec>(value, pointer, src, kGpuProfiles, "GPU profile", [](ObjectReader& r, GpuSpec& g) {
@@ -105,25 +128,19 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
         if (auto rate = pr.quantity(math_dtype_name(d), Dimension::flop_rate, need)) g.peak_dense[d] = *rate;
       }
     }
-    if (const Json* table = r.child("gemm_efficiency", Need::optional)) {
-      std::string at = r.pointer("gemm_efficiency");
-      if (!table->is_array() || table->empty())
-        r.error("gemm_efficiency", "expected a list of {\"from_flops\": ..., \"efficiency\": ...} rows");
-      else
-        for (std::size_t i = 0; i < table->size(); ++i) {
-          ObjectReader row((*table)[i], json_pointer_append(at, std::to_string(i)), r.source());
-          double from = read_from_flops(row);
-          double efficiency = row.number("efficiency", Need::required, 0.01, 1.0).value_or(1.0);
-          if (!g.gemm_efficiency.empty() && from <= g.gemm_efficiency.back().first)
-            row.error("from_flops", "rows must rise in from_flops");
-          g.gemm_efficiency.emplace_back(from, efficiency);
-        }
-    }
+    read_efficiency_table(r, "gemm_efficiency", g.gemm_efficiency);
+    read_efficiency_table(r, "gemm_efficiency_fp8", g.gemm_efficiency_fp8);
     g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
+    g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
+    auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
+    g.hbm_efficiency = hbm_efficiency.value_or(1.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
                                      "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"};
     if (!g.gemm_efficiency.empty()) figures.emplace_back("gemm_efficiency");
+    if (!g.gemm_efficiency_fp8.empty()) figures.emplace_back("gemm_efficiency_fp8");
     if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
+    if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
+    if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
     g.sources = read_sources(r, figures);
   });
 }

@@ -18,6 +18,7 @@ struct GpuSpec {
   std::int64_t sms = 0;
   double hbm_capacity = 0;   // bytes
   double hbm_bandwidth = 0;  // bytes/s
+  double hbm_efficiency = 1.0;  // share of hbm_bandwidth a streaming (elementwise) kernel reaches
   std::map<MathDtype, double> peak_dense;  // FLOP/s; a dtype the GPU lacks is absent
   double nvlink_bandwidth_per_direction = 0;  // bytes/s per GPU
   double cuda_context = 0;                    // bytes taken before the first allocation
@@ -25,9 +26,14 @@ struct GpuSpec {
   // Share of the dense peak a GEMM reaches, by size: rows of (from this many FLOPs, efficiency),
   // rising in FLOPs. Profiles ship the measured large-GEMM ceiling; calibration adds rows.
   std::vector<std::pair<double, double>> gemm_efficiency;
-  double gemm_efficiency_at(double flops) const;  // 1 when the profile has no table
+  // The same for fp8 GEMMs (with their scaling) against the fp8 peak; absent: `gemm_efficiency`.
+  std::vector<std::pair<double, double>> gemm_efficiency_fp8;
+  // 1 when the profile has no table for the dtype.
+  double gemm_efficiency_at(double flops, MathDtype dtype = MathDtype::bf16) const;
   // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
   std::optional<double> attention_efficiency;
+  // The same for its backward pass; absent: attention_efficiency.
+  std::optional<double> attention_backward_efficiency;
   std::map<std::string, std::string> sources;
 };
 

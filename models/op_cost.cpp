@@ -7,16 +7,21 @@ namespace plumb {
 OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   const GpuSpec& gpu = job.cluster.gpu;
   const auto p = static_cast<std::size_t>(pass);
-  const double memory = op.bytes[p] / gpu.hbm_bandwidth;
+  const double memory = op.bytes[p] / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
   if (op.cls == OpClass::memory) return {memory, false};
-  // fp8 runs the GEMMs only (DeepSeek-V3 §3.3: attention and elementwise work stay in bf16).
-  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && gpu.peak_dense.count(MathDtype::fp8);
-  double peak = gpu.peak_dense.at(fp8 ? MathDtype::fp8 : MathDtype::bf16);
+  // fp8 runs the GEMMs only, less the output head and the router (DeepSeek-V3 §3.3: attention and
+  // elementwise work stay in bf16).
+  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
+             gpu.peak_dense.count(MathDtype::fp8);
+  const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
+  double peak = gpu.peak_dense.at(dtype);
   double efficiency = 1.0;
   if (op.cls == OpClass::gemm || job.training.attention_kernel == AttentionKernel::unfused)
-    efficiency = gpu.gemm_efficiency_at(op.flops[p]);  // unfused attention is batched GEMMs
-  else
+    efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
+  else if (pass == 0)
     efficiency = gpu.attention_efficiency.value_or(1.0);
+  else  // the backward kernel: its own efficiency where the profile has one
+    efficiency = gpu.attention_backward_efficiency.value_or(gpu.attention_efficiency.value_or(1.0));
   double compute = op.flops[p] / (peak * efficiency);
   return {std::max(compute, memory), compute >= memory};
 }

@@ -397,10 +397,17 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     }
     double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
     double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
-    s.optimizer = (dense_share + expert_share) * update_bytes / job.cluster.gpu.hbm_bandwidth;
-    if (p.schedule == ScheduleKind::dualpipe || p.schedule == ScheduleKind::dualpipe_v) s.fb_overlap = interleaved_span(s.forward, s.backward);
+    s.optimizer = (dense_share + expert_share) * update_bytes / (job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency);
     out.stages.push_back(std::move(s));
   }
+  if (p.schedule == ScheduleKind::dualpipe || p.schedule == ScheduleKind::dualpipe_v)
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      std::vector<std::int64_t> held = stages_of_rank(p.schedule, r, p.pp, p.vp);
+      for (std::size_t i = 0; i < held.size(); ++i) {
+        StageCost& f = out.stages[static_cast<std::size_t>(held[i])];
+        f.fb_overlap = interleaved_span(f.forward, out.stages[static_cast<std::size_t>(held[held.size() - 1 - i])].backward);
+      }
+    }
   return out;
 }
 

@@ -96,23 +96,41 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
       // holding 2p stages, the same counts with p ranks standing for DualPipe's 2p.
       const double n = p.schedule == ScheduleKind::dualpipe ? pp : 2 * pp;
       const double chunks = p.schedule == ScheduleKind::dualpipe ? m : 2 * m;
-      double busiest = 0;
+      double busiest = 0, busy0 = 0;
       double fb_worst = 0;
       for (std::int64_t r = 0; r < p.pp; ++r) {
-        std::vector<std::int64_t> st = stages_of_rank(p.schedule, r, p.pp, p.vp);
-        const StageCost& a = c.stages[static_cast<std::size_t>(st[0])];
+        // A pair is one direction's forward beside the other's backward, so over the steady phase a
+        // rank pairs each of its stages' forwards with the other's backwards: the mean of its stages.
         // The pair ends when its longer stream does: communication, or compute slowed by the SMs the
         // communication holds while they overlap.
-        double compute = a.forward.compute() + a.backward.compute();
-        double comm = a.forward.span() + a.backward.span() - compute;
-        double fb = std::max(a.fb_overlap, compute + sm_penalty(std::min(comm, compute), c));
+        std::vector<std::int64_t> st = stages_of_rank(p.schedule, r, p.pp, p.vp);
+        double fb = 0;
+        for (std::size_t i = 0; i < st.size(); ++i) {
+          const StageCost& a = c.stages[static_cast<std::size_t>(st[i])];
+          const StageCost& other = c.stages[static_cast<std::size_t>(st[st.size() - 1 - i])];
+          double compute = a.forward.compute() + other.backward.compute();
+          double comm = a.forward.span() + other.backward.span() - compute;
+          fb += std::max(a.fb_overlap, compute + sm_penalty(std::min(comm, compute), c)) / static_cast<double>(st.size());
+        }
         fb_worst = std::max(fb_worst, fb);
         double pairs = std::clamp(chunks - 3 * n / 2 + 1 + static_cast<double>(std::min<std::int64_t>(r, p.pp - 1 - r)), 0.0, chunks);
         const Chunk& k = ranks[static_cast<std::size_t>(r)];
         busiest = std::max(busiest, pairs * fb + (chunks - pairs) * (k.f + k.b));
+        if (r == 0) busy0 = pairs * fb + (chunks - pairs) * (k.f + k.b);
       }
       const Chunk& k = ranks.front();
       e.pipeline = busiest + (n / 2 - 1) * std::max(0.0, fb_worst + k.b - 3 * k.w) + hops;
+      if (p.schedule == ScheduleKind::dualpipe) {
+        // Rank 0 runs the last stage of the second direction: after its n − 2 warm-up forwards it
+        // waits for that direction's first micro-batch to come down stages 0 … n − 2; then it works
+        // without a break, and its last backward goes back up stages n − 2 … 1.
+        const std::size_t last = c.stages.size() - 1;
+        double down = 0, up = 0;
+        for (std::size_t s = 0; s < last; ++s) down += c.stages[s].forward.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
+        for (std::size_t s = 1; s < last; ++s) up += c.stages[s].input_grad.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
+        const double warm = (n - 2) * c.stages.front().forward.span();
+        e.pipeline = std::max(e.pipeline, std::max(down, warm) + (busy0 - warm) + up);
+      }
       break;
     }
   }
