@@ -53,7 +53,7 @@ Json ops_report_json(const Job& job) {
     stages.push_back({{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}});
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_efficiency, fused attention at its attention_efficiency, elementwise ops at the HBM bandwidth"},
+          {"roofline", "GEMMs at the GPU profile's gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency"},
           {"stages", stages}};
 }
 
@@ -61,8 +61,9 @@ std::string ops_report_table(const Job& job) {
   OpContext c = op_context(job);
   std::string out = fmt::format(
       "{} — ops of one layer per stage, per micro-batch of {:.0f} tokens on one GPU ({} · TP{} EP{} · {})\n"
-      "times: roofline — GEMMs at the profile's measured GEMM efficiency, fused attention at its attention efficiency,\n"
-      "elementwise ops at the HBM bandwidth; F forward, dX input gradient, dW weight gradient\n",
+      "times: roofline — GEMMs at the profile's measured GEMM efficiency (its fp8 table for fp8 GEMMs), fused attention at\n"
+      "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth; F forward, dX input gradient,\n"
+      "dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision));
   for (const StageOps& so : stage_ops(job)) {
     out += so.layer >= 0 ? fmt::format("\nstage {} — layer {} ({})\n", so.stage, so.layer,
