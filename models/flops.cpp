@@ -38,6 +38,34 @@ LayerOp residual(const ModelSpec& m, double rows, double h) {
   return elementwise("residual add", rows, 2 * h, h, kElementwiseBytes, 0);
 }
 
+// Under fp8 every fp8 GEMM gets a memory-bound quantization op before it. DeepSeek-V3 §3.5.2
+// describes the kernels: "read 128 BF16 activation values ... from HBM for quantization, and the
+// quantized FP8 values are then written back to HBM" (2 + 1 bytes an element: the forward's input, the
+// input gradient's output gradient), and for the weight gradient the 1×128-tile fp8 copies are "read
+// out, dequantized, transposed, re-quantized into 128x1 tiles, and stored" (1 + 1 bytes an element,
+// input and output gradient). The per-128 scales (4 bytes per 128 elements) are left out. A
+// communication point before the GEMM moves to its quantization, which comes first.
+void add_fp8_quantization(std::vector<LayerOp>& ops) {
+  std::vector<LayerOp> out;
+  out.reserve(2 * ops.size());
+  for (LayerOp& op : ops) {
+    if (op.cls == OpClass::gemm && !op.high_precision) {
+      constexpr std::string_view expert_prefix = "experts: ";
+      bool expert = op.name.rfind(expert_prefix, 0) == 0;
+      std::string gemm = expert ? op.name.substr(expert_prefix.size()) : op.name;
+      double in = op.rows * op.in, grad = op.rows * op.out;
+      double forward = op.shares_input ? 0.0 : (op.quantize_rows < 0 ? op.rows : op.quantize_rows) * op.in * 3;
+      LayerOp q{(expert ? std::string(expert_prefix) : std::string()) + "fp8 quantize (" + gemm + " input)",
+                OpClass::memory, {0, 0, 0}, {forward, grad * 3, (op.shares_input ? 0.0 : in) * 2 + grad * 2}};
+      q.before = op.before;
+      op.before = CommPoint::none;
+      out.push_back(std::move(q));
+    }
+    out.push_back(std::move(op));
+  }
+  ops = std::move(out);
+}
+
 // `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
 void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
              const std::string& prefix, CommPoint tp_region) {
@@ -56,7 +84,9 @@ void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double
 
 }  // namespace
 
-std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
+namespace {
+
+std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
   const AttentionSpec& a = m.attention;
@@ -75,6 +105,7 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
       ops.push_back(gemm("q projection", T, h, heads * qk, e));
     }
     ops.push_back(gemm("kv down-projection", T, h, kv_lora + static_cast<double>(a.qk_rope_head_dim), e));
+    ops.back().shares_input = a.q_lora_rank > 0;  // the normed hidden states the q down-projection read
     ops.push_back(gemm("kv up-projection", T, kv_lora, heads * (nope + static_cast<double>(a.v_head_dim)), e));
   } else {
     double q = heads * static_cast<double>(a.head_dim), kv = static_cast<double>(a.kv_heads) / tp * static_cast<double>(a.head_dim);
@@ -111,12 +142,21 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
   // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
   add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
           "experts: ", CommPoint::none);
+  ops[ops.size() - 3].quantize_rows = T / sp;  // DeepSeek-V3 §3.3.3: quantized to fp8, then dispatched
   if (c.ep > 1) ops.back().after = CommPoint::ep_combine;
   if (moe.shared_experts > 0)
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
             "shared expert: ", tp_region);
   ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h, kElementwiseBytes, 2 * h));
   ops.push_back(residual(m, T / sp, h));
+  return ops;
+}
+
+}  // namespace
+
+std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
+  std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);
+  if (c.fp8_quantization) add_fp8_quantization(ops);
   return ops;
 }
 
@@ -135,6 +175,7 @@ std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
   const double h = static_cast<double>(m.hidden), tp = static_cast<double>(c.tp);
   const double sp = c.sequence_parallel ? tp : 1.0;
   std::vector<LayerOp> ops{elementwise("MTP norms", c.tokens / sp, 2 * h, 2 * h), gemm("MTP projection", c.tokens, 2 * h, h / tp, c.element_bytes)};
+  if (c.fp8_quantization) add_fp8_quantization(ops);
   for (LayerOp& op : head_ops(m, c)) {
     op.name = "MTP " + op.name;
     ops.push_back(std::move(op));

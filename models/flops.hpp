@@ -36,6 +36,11 @@ struct LayerOp {
   // Kept in 16-bit under fp8 training: DeepSeek-V3 §3.3.1 keeps the output head and the MoE gating
   // (with embedding, normalization and attention, which are not GEMMs here) in BF16 or FP32.
   bool high_precision = false;
+  // fp8 input quantization (see OpContext::fp8_quantization): `shares_input` when an earlier GEMM of
+  // the layer reads the same activation (its fp8 copy serves both); `quantize_rows` when the input is
+  // quantized before it is replicated (MoE: once per token before dispatch, not per expert copy).
+  bool shares_input = false;
+  double quantize_rows = -1;  // < 0: `rows`
 };
 
 // The (M, N, K) of a GEMM op's pass (0 forward, 1 input gradient, 2 weight gradient): C[M×N] = A[M×K]·B[K×N].
@@ -57,6 +62,10 @@ struct OpContext {
   // Attention as Megatron-LM ran it at SC'21: scores materialised by batched GEMMs, then softmax and
   // dropout as separate memory-bound kernels over the full score matrix (no causal saving).
   bool unfused_attention = false;
+  // fp8 GEMMs with their own quantization kernels (DeepSeek-V3 §3.5.2): each fp8 GEMM's input is read
+  // in bf16 and written in fp8 before the forward, its output gradient likewise before the input
+  // gradient, and both are read, transposed and re-quantized for the weight gradient.
+  bool fp8_quantization = false;
 };
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);

@@ -38,6 +38,7 @@ OpContext op_context(const Job& job) {
   c.element_bytes = job.training.fp8_gemm_inputs ? 1.0 : 2.0;
   c.causal_discount = true;  // flash kernels skip the masked half
   c.unfused_attention = job.training.attention_kernel == AttentionKernel::unfused;
+  c.fp8_quantization = job.training.precision == Precision::fp8 && job.cluster.gpu.peak_dense.count(MathDtype::fp8);
   return c;
 }
 

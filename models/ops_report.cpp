@@ -1,5 +1,7 @@
 #include "models/ops_report.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "models/flops.hpp"
@@ -65,15 +67,19 @@ std::string ops_report_table(const Job& job) {
       "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth; F forward, dX input gradient,\n"
       "dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision));
-  for (const StageOps& so : stage_ops(job)) {
+  std::vector<StageOps> stages = stage_ops(job);
+  std::size_t width = 34;  // the op column fits the longest name
+  for (const StageOps& so : stages)
+    for (const LayerOp& op : so.ops) width = std::max(width, op.name.size());
+  for (const StageOps& so : stages) {
     out += so.layer >= 0 ? fmt::format("\nstage {} — layer {} ({})\n", so.stage, so.layer,
                                        job.model.is_moe_layer(so.layer) ? "MoE" : "dense")
                          : fmt::format("\nstage {} — head\n", so.stage);
-    out += fmt::format("  {:<34} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "op", "F GFLOP", "F MB", "F us", "dX us",
-                       "dW us", "total us", "bound");
+    out += fmt::format("  {:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "op", width, "F GFLOP", "F MB", "F us",
+                       "dX us", "dW us", "total us", "bound");
     for (const LayerOp& op : so.ops) {
       OpTime f = op_time(op, 0, job), dx = op_time(op, 1, job), dw = op_time(op, 2, job);
-      out += fmt::format("  {:<34} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, op.flops[0] / 1e9,
+      out += fmt::format("  {:<{}} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, width, op.flops[0] / 1e9,
                          op.bytes[0] / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
                          (f.seconds + dx.seconds + dw.seconds) * 1e6, f.compute_bound ? "compute" : "memory");
     }

@@ -120,17 +120,17 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
       }
       const Chunk& k = ranks.front();
       e.pipeline = busiest + (n / 2 - 1) * std::max(0.0, fb_worst + k.b - 3 * k.w) + hops;
-      if (p.schedule == ScheduleKind::dualpipe) {
-        // Rank 0 runs the last stage of the second direction: after its n − 2 warm-up forwards it
-        // waits for that direction's first micro-batch to come down stages 0 … n − 2; then it works
-        // without a break, and its last backward goes back up stages n − 2 … 1.
-        const std::size_t last = c.stages.size() - 1;
-        double down = 0, up = 0;
-        for (std::size_t s = 0; s < last; ++s) down += c.stages[s].forward.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
-        for (std::size_t s = 1; s < last; ++s) up += c.stages[s].input_grad.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
-        const double warm = (n - 2) * c.stages.front().forward.span();
-        e.pipeline = std::max(e.pipeline, std::max(down, warm) + (busy0 - warm) + up);
-      }
+      // Rank 0 holds the last stage (DualPipe: of the second direction; DualPipeV: the top of the V).
+      // After its n − 2 warm-up forwards it waits for the first micro-batch that ends there to come
+      // through stages 0 … n − 2; then it works without a break, and its last backward goes back
+      // through stages n − 2 … 1 (and, in the V, on to stage 0 on rank 0 again).
+      const std::size_t last = c.stages.size() - 1;
+      double down = 0, up = 0;
+      for (std::size_t s = 0; s < last; ++s) down += c.stages[s].forward.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
+      for (std::size_t s = p.schedule == ScheduleKind::dualpipe ? 1 : 0; s < last; ++s)
+        up += c.stages[s].input_grad.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
+      const double warm = (n - 2) * c.stages.front().forward.span();
+      e.pipeline = std::max(e.pipeline, std::max(down, warm) + (busy0 - warm) + up);
       break;
     }
   }

@@ -125,6 +125,38 @@ TEST_CASE("under fp8 the GEMMs run at DeepGEMM's measured rates; the head, route
   CHECK(head);
 }
 
+TEST_CASE("fp8 GEMMs get DeepSeek-V3's quantization kernels: 3 bytes an input element, 2 for the transposed copies") {
+  ModelSpec m = test::model("deepseek-v3");
+  OpContext c;
+  c.tokens = 4096;
+  c.seq = 4096;
+  c.ep = 64;
+  const std::vector<LayerOp> bf16 = layer_ops(m, 10, c);
+  c.fp8_quantization = true;
+  const std::vector<LayerOp> fp8 = layer_ops(m, 10, c);
+  std::size_t gemms = 0, quantizers = 0;
+  for (const LayerOp& op : bf16) gemms += op.cls == OpClass::gemm && !op.high_precision;
+  for (std::size_t i = 0; i < fp8.size(); ++i) {
+    if (fp8[i].name.find("fp8 quantize (") == std::string::npos) continue;
+    ++quantizers;
+    REQUIRE(i + 1 < fp8.size());
+    const LayerOp& g = fp8[i + 1];  // the GEMM it feeds comes next
+    INFO(g.name);
+    CHECK(g.cls == OpClass::gemm);
+    double in = g.rows * g.in, grad = g.rows * g.out;
+    double forward = g.name == "kv down-projection" ? 0.0                      // reads the q down-projection's copy
+                     : g.name == "experts: gate+up projection" ? 4096.0 * 7168 * 3  // once per token, before dispatch
+                                                                : in * 3;
+    CHECK(fp8[i].bytes[0] == doctest::Approx(forward));
+    CHECK(fp8[i].bytes[1] == doctest::Approx(grad * 3));
+    CHECK(fp8[i].bytes[2] == doctest::Approx((g.name == "kv down-projection" ? 0.0 : in) * 2 + grad * 2));
+  }
+  CHECK(quantizers == gemms);  // every fp8 GEMM, not the router
+  CHECK(fp8.size() == bf16.size() + gemms);
+  // The FLOPs (and so MFU) do not change.
+  CHECK(sum_flops(fp8).total() == doctest::Approx(sum_flops(bf16).total()));
+}
+
 TEST_CASE("each GEMM's three passes have the shapes of its FLOPs") {
   ModelSpec m = test::model("deepseek-v3");
   OpContext c;
