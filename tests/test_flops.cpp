@@ -14,6 +14,19 @@ using namespace plumb;
 
 using test::model;
 
+namespace {
+
+// One DeepSeek-V3 micro-batch of 4096 tokens on a GPU of a 64-way expert-parallel group.
+OpContext deepseek_micro_batch() {
+  OpContext c;
+  c.tokens = 4096;
+  c.seq = 4096;
+  c.ep = 64;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("a GPT layer's F, B and W FLOPs are sbh(24h+4s), sbh(24h+8s) and sbh·24h (Qi et al. Table 1)") {
   ModelSpec m = model("megatron-18.4b");
   const double s = 2048, b = 4, h = static_cast<double>(m.hidden);
@@ -127,10 +140,7 @@ TEST_CASE("under fp8 the GEMMs run at DeepGEMM's measured rates; the head, route
 
 TEST_CASE("fp8 GEMMs get DeepSeek-V3's quantization kernels: 3 bytes an input element, 2 for the transposed copies") {
   ModelSpec m = test::model("deepseek-v3");
-  OpContext c;
-  c.tokens = 4096;
-  c.seq = 4096;
-  c.ep = 64;
+  OpContext c = deepseek_micro_batch();
   const std::vector<LayerOp> bf16 = layer_ops(m, 10, c);
   c.fp8_quantization = true;
   const std::vector<LayerOp> fp8 = layer_ops(m, 10, c);
@@ -159,10 +169,7 @@ TEST_CASE("fp8 GEMMs get DeepSeek-V3's quantization kernels: 3 bytes an input el
 
 TEST_CASE("each GEMM's three passes have the shapes of its FLOPs") {
   ModelSpec m = test::model("deepseek-v3");
-  OpContext c;
-  c.tokens = 4096;
-  c.seq = 4096;
-  c.ep = 64;
+  OpContext c = deepseek_micro_batch();
   for (const LayerOp& op : layer_ops(m, 10, c)) {
     if (op.cls != OpClass::gemm) continue;
     INFO(op.name);
