@@ -74,7 +74,8 @@ int run_calibrate(const Args& args) {
   for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   if (measured.empty()) throw UsageError("a GPU profile is calibrated from GEMM measurements: give MEASUREMENTS.json");
   c = calibrate_gpu(raw, *gpu, measured);
-  if (c.gemm.empty()) throw UsageError("the measurements hold fewer than two bf16 GEMMs: nothing to fit");
+  if (c.gemm.empty() && !c.memory)
+    throw UsageError("the measurements hold fewer than two GEMMs of any one dtype and no memory runs: nothing to fit");
   write_file(args.value("-o"), c.profile.dump(2) + "\n");
   if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
   else std::cout << calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
@@ -89,7 +90,8 @@ const Command& calibrate_command() {
        "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] --profile P -o OUT.json [--gpu G] [--json]",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
-       "table from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F); a fabric profile\n"
+       "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
+       "measured, fp8) and its HBM efficiency from the streaming-kernel runs in them; a fabric profile\n"
        "(--profile dgx-h100-ndr) its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
        "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
        "plumb's prediction with the calibrated profile against every measured size.",

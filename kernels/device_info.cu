@@ -1,17 +1,11 @@
 #include "kernels/device_info.hpp"
 
 #include <cuda_runtime.h>
-#include <stdexcept>
 #include <string>
 
+#include "kernels/cuda_check.hpp"
+
 namespace plumb::kernels {
-namespace {
-
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
-}
-
-}  // namespace
 
 std::vector<DeviceInfo> list_devices() {
   int count = 0;

@@ -119,6 +119,45 @@ TEST_CASE("a GPU calibrated from GEMM measurements carries the fitted efficiency
   CHECK(calibrated.sources.at("gemm_efficiency").find("8 points") != std::string::npos);
 }
 
+TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM efficiency, through bench's own file") {
+  // Written by measurements_json as plumb-validate bench writes it: the same shapes in bf16 and fp8,
+  // times from closed-form curves (bf16 e = 0.78·F/(F + 2e10) of 989.4 TFLOP/s; fp8 0.60·F/(F + 4e10)
+  // of 1978.9), and three copies at 2.95, 3.00 and 3.05 TB/s against the H100's 3.35.
+  std::vector<std::pair<BenchGemm, double>> timed;
+  for (std::int64_t s = 512; s <= 16384; s *= 2)
+    for (MathDtype dtype : {MathDtype::bf16, MathDtype::fp8}) {
+      BenchGemm g{s, s, s, "sweep", dtype};
+      double f = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
+      double e = dtype == MathDtype::bf16 ? 0.78 * f / (f + 2e10) : 0.60 * f / (f + 4e10);
+      double peak = dtype == MathDtype::bf16 ? 989.4e12 : 1978.9e12;
+      timed.emplace_back(g, f / (e * peak));
+    }
+  std::vector<MemoryMeasurement> copies{{"copy", 2e9, 2e9 / 2.95e12}, {"copy", 2e9, 2e9 / 3.00e12}, {"copy", 2e9, 2e9 / 3.05e12}};
+  Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed, copies), "b.json");
+  REQUIRE(m.memory.size() == 3);
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m});
+  REQUIRE(c.gemm.size() == 2);
+  CHECK(c.gemm[1].field == "gemm_efficiency_fp8");
+  CHECK(relative(c.gemm[0].curve.e_max, 0.78) < 1e-6);
+  CHECK(relative(c.gemm[1].curve.e_max, 0.60) < 1e-6);
+  CHECK(relative(c.gemm[1].curve.f_half, 4e10) < 1e-5);
+  REQUIRE(c.memory);
+  CHECK(c.memory->efficiency == doctest::Approx(3.00 / 3.35));  // the median run
+  CHECK(c.memory->lowest == doctest::Approx(2.95 / 3.35));
+  GpuSpec calibrated = *read_gpu(c.profile, "", src);
+  REQUIRE(d.empty());
+  CHECK(calibrated.hbm_efficiency == doctest::Approx(0.896).epsilon(1e-3));
+  // Each table answers for its own dtype against its own peak.
+  CHECK(calibrated.gemm_efficiency_at(1e13, MathDtype::fp8) == doctest::Approx(0.60 * 1e13 / (1e13 + 4e10)).epsilon(0.01));
+  CHECK(calibrated.gemm_efficiency_at(1e13, MathDtype::bf16) == doctest::Approx(0.78 * 1e13 / (1e13 + 2e10)).epsilon(0.01));
+  CHECK(calibrated.sources.at("gemm_efficiency_fp8").find("fp8 GEMMs") != std::string::npos);
+  CHECK(calibrated.sources.at("hbm_efficiency").find("median of 3") != std::string::npos);
+  CHECK(calibration_report(c).find("HBM efficiency: 0.896") != std::string::npos);
+}
+
 TEST_CASE("a measurement file without its device and date is refused") {
   CHECK_THROWS_WITH_AS(read_measurements(Json::parse(R"({"plumb_measurements": 1, "gemm": []})"), "m.json"),
                        doctest::Contains("m.json: missing key \"device\""), InputError);

@@ -48,18 +48,22 @@ std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep) {
 }
 
 Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
-                       const std::vector<std::pair<BenchGemm, double>>& timed) {
+                       const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory) {
   Json rows = Json::array();
   for (const auto& [g, seconds] : timed)
-    rows.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", "bf16"}, {"seconds", seconds}, {"what", g.what}});
+    rows.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"seconds", seconds}, {"what", g.what}});
+  Json streams = Json::array();
+  for (const MemoryMeasurement& mm : memory) streams.push_back({{"kernel", mm.kernel}, {"bytes", mm.bytes}, {"seconds", mm.seconds}});
   return {{"plumb_measurements", 1},
           {"device", device},
           {"driver", driver},
           {"clock_mhz", clock_mhz},
           {"date", date},
-          {"note", "plumb-validate bench: cuBLASLt bf16 TN GEMMs, fp32 accumulation, median of repetitions after warm-up, "
-                   "rotating buffers twice L2, inputs never zero"},
-          {"gemm", rows}};
+          {"note", "plumb-validate bench: cuBLASLt TN GEMMs (bf16; fp8 e4m3 with per-tensor scales and bf16 output), fp32 "
+                   "accumulation, median of repetitions after warm-up, rotating buffers twice L2, inputs never zero; memory: a "
+                   "vectorised copy over buffers larger than L2, bytes read plus written"},
+          {"gemm", rows},
+          {"memory", streams}};
 }
 
 }  // namespace plumb

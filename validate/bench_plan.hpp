@@ -14,13 +14,15 @@ namespace plumb {
 struct BenchGemm {
   std::int64_t m = 0, n = 0, k = 0;
   std::string what;  // "stage 5 experts: gate+up projection (input gradient)" or "sweep"
+  MathDtype dtype = MathDtype::bf16;  // the inputs' type (fp8: e4m3 with a scale, bf16 output)
 };
 
 // Distinct shapes, smallest FLOPs first; `sweep` adds squares 256…16384.
 std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep);
 
-// The measurement file for `plumb calibrate`, with the device, driver, clock and date beside the rows.
+// The measurement file for `plumb calibrate`, with the device, driver, clock and date beside the rows:
+// each timed GEMM (median seconds) and each streaming-kernel run (`memory`).
 Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
-                       const std::vector<std::pair<BenchGemm, double>>& timed);
+                       const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory = {});
 
 }  // namespace plumb

@@ -39,6 +39,18 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
           m.gemm.push_back(g);
         }
     }
+    if (const Json* rows = r.child("memory", Need::optional)) {
+      if (!rows->is_array()) r.error("memory", "expected a list of {\"kernel\", \"bytes\", \"seconds\"}");
+      else
+        for (std::size_t i = 0; i < rows->size(); ++i) {
+          ObjectReader row((*rows)[i], json_pointer_append("/memory", std::to_string(i)), src);
+          MemoryMeasurement mm;
+          mm.kernel = row.string("kernel", Need::required).value_or("");
+          mm.bytes = row.number("bytes", Need::required, 1, 1e15).value_or(1);
+          mm.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+          m.memory.push_back(mm);
+        }
+    }
   }
   d.throw_if_any();
   return m;
@@ -63,28 +75,51 @@ std::string fit_source(const std::string& what, const std::string& files, std::s
 Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const std::vector<Measurements>& measured) {
   Calibration c;
   c.profile = profile_json;
-  std::vector<double> flops, efficiency;
   std::string files;
-  for (const Measurements& m : measured) {
-    files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
-    for (const GemmMeasurement& g : m.gemm) {
-      if (g.dtype != MathDtype::bf16 || !gpu.peak_dense.count(g.dtype)) continue;  // the table is for bf16 GEMMs
-      flops.push_back(g.flops());
-      efficiency.push_back(g.flops() / g.seconds / gpu.peak_dense.at(g.dtype));
-    }
+  for (const Measurements& m : measured) files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
+  // One efficiency table per dtype the GPU has a peak for: bf16 GEMMs set gemm_efficiency, fp8 ones
+  // (against the fp8 peak) gemm_efficiency_fp8.
+  for (auto [dtype, field] : {std::pair{MathDtype::bf16, "gemm_efficiency"}, std::pair{MathDtype::fp8, "gemm_efficiency_fp8"}}) {
+    if (!gpu.peak_dense.count(dtype)) continue;
+    std::vector<double> flops, efficiency;
+    for (const Measurements& m : measured)
+      for (const GemmMeasurement& g : m.gemm) {
+        if (g.dtype != dtype) continue;
+        flops.push_back(g.flops());
+        efficiency.push_back(g.flops() / g.seconds / gpu.peak_dense.at(dtype));
+      }
+    if (flops.size() < 2) continue;
+    GemmFit f;
+    f.dtype = dtype;
+    f.field = field;
+    f.curve = fit_efficiency(flops, efficiency);
+    f.table = table_of(f.curve);
+    f.points = flops.size();
+    Json rows = Json::array();
+    for (const auto& [from, e] : f.table) rows.push_back({{"from_flops", from}, {"efficiency", std::round(e * 1000) / 1000}});
+    c.profile[field] = rows;
+    c.profile["sources"][field] =
+        fit_source(fmt::format("{} GEMMs, e(F) = {:.3f}·F/(F + {:.3g})", math_dtype_name(dtype), f.curve.e_max, f.curve.f_half), files,
+                   f.points, f.curve.rms_relative_error);
+    c.gemm.push_back(std::move(f));
   }
-  if (flops.size() < 2) return c;
-  GemmFit f;
-  f.curve = fit_efficiency(flops, efficiency);
-  f.table = table_of(f.curve);
-  f.points = flops.size();
-  Json rows = Json::array();
-  for (const auto& [from, e] : f.table) rows.push_back({{"from_flops", from}, {"efficiency", std::round(e * 1000) / 1000}});
-  c.profile["gemm_efficiency"] = rows;
-  c.profile["sources"]["gemm_efficiency"] =
-      fit_source(fmt::format("bf16 GEMMs, e(F) = {:.3f}·F/(F + {:.3g})", f.curve.e_max, f.curve.f_half), files, f.points,
-                 f.curve.rms_relative_error);
-  c.gemm.push_back(std::move(f));
+  // Streaming kernels: the median share of the datasheet bandwidth becomes hbm_efficiency.
+  std::vector<double> shares;
+  for (const Measurements& m : measured)
+    for (const MemoryMeasurement& mm : m.memory) shares.push_back(mm.bytes / mm.seconds / gpu.hbm_bandwidth);
+  if (!shares.empty()) {
+    std::sort(shares.begin(), shares.end());
+    MemoryFit f;
+    f.points = shares.size();
+    f.lowest = shares.front();
+    f.highest = shares.back();
+    f.efficiency = std::min(1.0, shares[shares.size() / 2]);
+    c.profile["hbm_efficiency"] = std::round(f.efficiency * 1000) / 1000;
+    c.profile["sources"]["hbm_efficiency"] = fmt::format(
+        "measured by plumb calibrate from {}: median of {} streaming-kernel runs, {:.1f}% of the datasheet bandwidth (range {:.1f}–{:.1f}%)",
+        files, f.points, 100 * f.efficiency, 100 * f.lowest, 100 * f.highest);
+    c.memory = f;
+  }
   return c;
 }
 
@@ -172,10 +207,13 @@ Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const
 std::string calibration_report(const Calibration& c) {
   std::string out;
   for (const GemmFit& g : c.gemm) {
-    out += fmt::format("GEMM efficiency (bf16): e(F) = {:.3f} · F / (F + {:.3g} FLOPs) over {} GEMMs, RMS error {:.1f}%\n",
-                       g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
+    out += fmt::format("GEMM efficiency ({}, {}): e(F) = {:.3f} · F / (F + {:.3g} FLOPs) over {} GEMMs, RMS error {:.1f}%\n",
+                       math_dtype_name(g.dtype), g.field, g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
     for (const auto& [from, e] : g.table) out += fmt::format("  from {:>8.0e} FLOPs: {:.3f}\n", from, e);
   }
+  if (c.memory)
+    out += fmt::format("HBM efficiency: {:.3f} of the datasheet bandwidth (median of {} streaming runs, {:.3f}–{:.3f})\n",
+                       c.memory->efficiency, c.memory->points, c.memory->lowest, c.memory->highest);
   for (const CollectiveFit& f : c.collectives) {
     const NcclTestsLog& log = *f.log;
     out += fmt::format("\n{}: {} on {} ranks, {} node(s){} — collective from {}\n", log.file, collective_op_name(log.op), log.ranks, log.nodes,
@@ -201,8 +239,11 @@ std::string calibration_report(const Calibration& c) {
 Json calibration_json(const Calibration& c) {
   Json fits = Json::array();
   for (const GemmFit& g : c.gemm)
-    fits.push_back({{"term", "gemm_efficiency"}, {"e_max", g.curve.e_max}, {"f_half", g.curve.f_half}, {"points", g.points},
-                    {"rms_relative_error", g.curve.rms_relative_error}});
+    fits.push_back({{"term", g.field}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"e_max", g.curve.e_max}, {"f_half", g.curve.f_half},
+                    {"points", g.points}, {"rms_relative_error", g.curve.rms_relative_error}});
+  if (c.memory)
+    fits.push_back({{"term", "hbm_efficiency"}, {"value", c.memory->efficiency}, {"lowest", c.memory->lowest},
+                    {"highest", c.memory->highest}, {"points", c.memory->points}});
   for (const CollectiveFit& f : c.collectives)
     fits.push_back({{"term", f.field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))}, {"ranks", f.log->ranks},
                     {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},

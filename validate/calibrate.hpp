@@ -3,6 +3,7 @@
 // profile's bandwidths to nccl-tests logs, writes the calibrated profile (every fitted figure with
 // its fit as its source) and reports the fit error per term and plumb's collective prediction with
 // the calibrated profile against every measured row.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,16 +15,22 @@
 namespace plumb {
 
 // plumb's own measurement file (plumb-validate bench writes it; small JSON with device and date):
-// {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds"}]}.
+// {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds"}],
+//  "memory": [{"kernel", "bytes", "seconds"}]} — `bytes` read and written by a streaming kernel.
 struct GemmMeasurement {
   double m = 0, n = 0, k = 0;
   MathDtype dtype = MathDtype::bf16;
   double seconds = 0;
   double flops() const { return 2 * m * n * k; }
 };
+struct MemoryMeasurement {
+  std::string kernel;
+  double bytes = 0, seconds = 0;
+};
 struct Measurements {
   std::string file, device, date;
   std::vector<GemmMeasurement> gemm;
+  std::vector<MemoryMeasurement> memory;
 };
 Measurements read_measurements(const Json& doc, const std::string& file);  // throws InputError
 
@@ -39,15 +46,25 @@ struct CollectiveFit {
 };
 
 struct GemmFit {
+  MathDtype dtype = MathDtype::bf16;
+  std::string field;  // gemm_efficiency (bf16) or gemm_efficiency_fp8
   EfficiencyCurve curve;
-  std::vector<std::pair<double, double>> table;  // the profile's new gemm_efficiency rows
+  std::vector<std::pair<double, double>> table;  // the profile's new rows for `field`
+  std::size_t points = 0;
+};
+
+// The share of the datasheet HBM bandwidth streaming kernels reached: the median over the
+// measurements, with the spread.
+struct MemoryFit {
+  double efficiency = 0, lowest = 0, highest = 0;
   std::size_t points = 0;
 };
 
 struct Calibration {
   Json profile;  // the calibrated profile, ready to write
   std::vector<CollectiveFit> collectives;
-  std::vector<GemmFit> gemm;  // zero or one
+  std::vector<GemmFit> gemm;  // one per dtype measured (bf16, fp8)
+  std::optional<MemoryFit> memory;
 };
 
 // `profile_json` is the profile as written (kept whole; only fitted figures and their sources change).

@@ -9,6 +9,7 @@
 #include "cli/args.hpp"
 #include "kernels/device_info.hpp"
 #include "kernels/gemm_bench.hpp"
+#include "kernels/memory_bench.hpp"
 #include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
 #include "validate/bench_plan.hpp"
@@ -22,16 +23,19 @@ using plumb::cli::UsageError;
 
 const CommandSpec kBench{
     "bench",
-    "plumb-validate bench [--scenario S] [--set key=value ...] [--quick] [--no-sweep] [--reps N] --out F",
+    "plumb-validate bench [--scenario S] [--set key=value ...] [--quick] [--no-sweep] [--no-fp8] [--reps N] --out F",
     "Times the scenario's GEMMs (every stage's layer and head, forward, input and weight gradient, as plumb\n"
-    "costs them) and a sweep of square sizes with cuBLASLt in bf16 on GPU 0, and writes the measurement file\n"
-    "plumb calibrate fits the GPU profile's GEMM efficiency table from. Refuses a GEMM faster than the\n"
-    "profile's dense peak (a timing error, not a result).",
+    "costs them) and a sweep of square sizes with cuBLASLt on GPU 0 — in bf16, and in fp8 (e4m3, per-tensor\n"
+    "scales) where the GPU has fp8 (compute capability 8.9 and up) — and a streaming copy at three sizes, and\n"
+    "writes the measurement file plumb calibrate fits the GPU profile's GEMM efficiency tables and HBM\n"
+    "efficiency from. Refuses a GEMM faster than the profile's dense peak or a copy faster than its HBM\n"
+    "bandwidth (a timing error, not a result).",
     {},
     {{"--scenario", "S", "the scenario whose GEMM shapes to time (default: the sweep only)"},
      {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
-     {"--quick", "", "squares up to 4096 and 5 repetitions: a smoke test"},
+     {"--quick", "", "squares up to 4096, 5 repetitions, one copy size: a smoke test"},
      {"--no-sweep", "", "only the scenario's shapes"},
+     {"--no-fp8", "", "bf16 GEMMs only"},
      {"--reps", "N", "timed repetitions per GEMM after warm-up (20)"},
      {"--out", "FILE", "where the measurement file goes"}}};
 
@@ -70,29 +74,60 @@ int bench(const Args& args) {
                 gemms.end());
   const int reps = static_cast<int>(args.integer("--reps", quick ? 5 : 20, 1, 10000));
   std::optional<GpuSpec> profile = profile_of(device.name);
+  // fp8 tensor cores from Ada (8.9) and Hopper (9.0) on.
+  const bool fp8 = !args.flag("--no-fp8") && device.compute_capability_major * 10 + device.compute_capability_minor >= 89;
+  if (fp8) {
+    std::size_t shapes = gemms.size();
+    for (std::size_t i = 0; i < shapes; ++i) {
+      BenchGemm g = gemms[i];
+      g.dtype = MathDtype::fp8;
+      gemms.push_back(g);
+    }
+  }
   std::vector<std::pair<BenchGemm, double>> timed;
   for (std::size_t i = 0; i < gemms.size(); ++i) {
     const BenchGemm& g = gemms[i];
+    const std::string_view dtype = math_dtype_name(g.dtype);
     kernels::GemmTiming t;
     try {
-      t = kernels::time_gemm_bf16(g.m, g.n, g.k, quick ? 2 : 5, reps);
+      t = kernels::time_gemm(g.m, g.n, g.k, g.dtype == MathDtype::fp8 ? kernels::GemmInputs::fp8_e4m3 : kernels::GemmInputs::bf16,
+                             quick ? 2 : 5, reps);
     } catch (const std::runtime_error& e) {
-      std::cerr << fmt::format("[{}/{}] {}×{}×{} skipped: {}\n", i + 1, gemms.size(), g.m, g.n, g.k, e.what());
+      std::cerr << fmt::format("[{}/{}] {} {}×{}×{} skipped: {}\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, e.what());
       continue;
     }
     double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
     double tflops = flops / t.median_seconds / 1e12;
-    std::cerr << fmt::format("[{}/{}] {}×{}×{} {:.1f} TFLOP/s ({})\n", i + 1, gemms.size(), g.m, g.n, g.k, tflops, g.what);
-    if (profile && flops / t.min_seconds > 1.02 * profile->peak_dense.at(MathDtype::bf16))
-      throw std::runtime_error(fmt::format("{}×{}×{} ran at {:.0f} TFLOP/s, above the {} bf16 peak: the timing is wrong", g.m, g.n, g.k,
-                                           flops / t.min_seconds / 1e12, profile->name));
+    std::cerr << fmt::format("[{}/{}] {} {}×{}×{} {:.1f} TFLOP/s ({})\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, tflops, g.what);
+    if (profile && profile->peak_dense.count(g.dtype) && flops / t.min_seconds > 1.02 * profile->peak_dense.at(g.dtype))
+      throw std::runtime_error(fmt::format("{} {}×{}×{} ran at {:.0f} TFLOP/s, above the {} {} peak: the timing is wrong", dtype, g.m, g.n,
+                                           g.k, flops / t.min_seconds / 1e12, profile->name, dtype));
     timed.emplace_back(g, t.median_seconds);
   }
-  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed);
+  // Streaming copies: 256 MiB, 1 GiB and 4 GiB per buffer (one size when quick), as far as memory allows.
+  std::vector<MemoryMeasurement> memory;
+  for (std::size_t mib : quick ? std::vector<std::size_t>{256} : std::vector<std::size_t>{256, 1024, 4096}) {
+    const std::size_t bytes = mib << 20;
+    if (4 * bytes > device.total_memory_bytes) continue;
+    kernels::CopyTiming t;
+    try {
+      t = kernels::time_copy(bytes, quick ? 2 : 3, reps);
+    } catch (const std::runtime_error& e) {
+      std::cerr << fmt::format("copy of {} MiB skipped: {}\n", mib, e.what());
+      continue;
+    }
+    double rate = t.bytes_moved / t.median_seconds;
+    std::cerr << fmt::format("copy {} MiB: {:.0f} GB/s read + written\n", mib, rate / 1e9);
+    if (profile && rate > 1.02 * profile->hbm_bandwidth)
+      throw std::runtime_error(fmt::format("a copy ran at {:.0f} GB/s, above the {} HBM bandwidth: the timing is wrong", rate / 1e9,
+                                           profile->name));
+    memory.push_back({"copy", t.bytes_moved, t.median_seconds});
+  }
+  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory);
   std::ofstream out(args.value("--out"));
   if (!out) throw UsageError("cannot write " + args.value("--out"));
   out << doc.dump(1) << "\n";
-  std::cout << fmt::format("{} GEMMs timed on {} → {}\n", timed.size(), device.name, args.value("--out"));
+  std::cout << fmt::format("{} GEMMs and {} copies timed on {} → {}\n", timed.size(), memory.size(), device.name, args.value("--out"));
   return timed.empty() ? 1 : 0;
 }
 
