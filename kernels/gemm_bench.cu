@@ -112,22 +112,7 @@ GemmTiming time_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmInputs 
                          workspace_bytes, stream),
           "cublasLtMatmul");
   };
-  for (int i = 0; i < warmup; ++i) launch(i);
-  std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * repetitions));
-  for (cudaEvent_t& e : events) check(cudaEventCreate(&e), "cudaEventCreate");
-  for (int i = 0; i < repetitions; ++i) {
-    check(cudaEventRecord(events[static_cast<std::size_t>(2 * i)], stream), "cudaEventRecord");
-    launch(warmup + i);
-    check(cudaEventRecord(events[static_cast<std::size_t>(2 * i + 1)], stream), "cudaEventRecord");
-  }
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  std::vector<double> seconds;
-  for (int i = 0; i < repetitions; ++i) {
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, events[static_cast<std::size_t>(2 * i)], events[static_cast<std::size_t>(2 * i + 1)]), "cudaEventElapsedTime");
-    seconds.push_back(static_cast<double>(ms) * 1e-3);
-  }
-  for (cudaEvent_t& e : events) cudaEventDestroy(e);
+  std::vector<double> seconds = time_runs(stream, warmup, repetitions, launch);
   cudaStreamDestroy(stream);
   cublasLtMatmulPreferenceDestroy(pref);
   cublasLtMatrixLayoutDestroy(la);
@@ -135,7 +120,6 @@ GemmTiming time_gemm(std::int64_t m, std::int64_t n, std::int64_t k, GemmInputs 
   cublasLtMatrixLayoutDestroy(lc);
   cublasLtMatmulDescDestroy(op);
   cublasLtDestroy(lt);
-  std::sort(seconds.begin(), seconds.end());
   GemmTiming t;
   t.median_seconds = seconds[seconds.size() / 2];
   t.min_seconds = seconds.front();

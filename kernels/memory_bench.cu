@@ -49,25 +49,8 @@ CopyTiming time_copy(std::size_t bytes, int warmup, int repetitions) {
     std::size_t s = static_cast<std::size_t>(i % pairs);
     copy16<<<blocks, threads, 0, stream>>>(static_cast<const uint4*>(in[s]->p), static_cast<uint4*>(out[s]->p), n);
   };
-  for (int i = 0; i < warmup; ++i) launch(i);
-  std::vector<cudaEvent_t> events(static_cast<std::size_t>(2 * repetitions));
-  for (cudaEvent_t& e : events) check(cudaEventCreate(&e), "cudaEventCreate");
-  for (int i = 0; i < repetitions; ++i) {
-    check(cudaEventRecord(events[static_cast<std::size_t>(2 * i)], stream), "cudaEventRecord");
-    launch(warmup + i);
-    check(cudaEventRecord(events[static_cast<std::size_t>(2 * i + 1)], stream), "cudaEventRecord");
-  }
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  check(cudaGetLastError(), "copy16");
-  std::vector<double> seconds;
-  for (int i = 0; i < repetitions; ++i) {
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, events[static_cast<std::size_t>(2 * i)], events[static_cast<std::size_t>(2 * i + 1)]), "cudaEventElapsedTime");
-    seconds.push_back(static_cast<double>(ms) * 1e-3);
-  }
-  for (cudaEvent_t& e : events) cudaEventDestroy(e);
+  std::vector<double> seconds = time_runs(stream, warmup, repetitions, launch);
   cudaStreamDestroy(stream);
-  std::sort(seconds.begin(), seconds.end());
   CopyTiming t;
   t.bytes_moved = 2.0 * static_cast<double>(bytes);
   t.median_seconds = seconds[seconds.size() / 2];
