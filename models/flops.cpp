@@ -50,12 +50,11 @@ void add_fp8_quantization(std::vector<LayerOp>& ops) {
   out.reserve(2 * ops.size());
   for (LayerOp& op : ops) {
     if (op.cls == OpClass::gemm && !op.high_precision) {
-      constexpr std::string_view expert_prefix = "experts: ";
-      bool expert = op.name.rfind(expert_prefix, 0) == 0;
-      std::string gemm = expert ? op.name.substr(expert_prefix.size()) : op.name;
+      bool expert = expert_op(op);
+      std::string gemm = expert ? op.name.substr(kExpertPrefix.size()) : op.name;
       double in = op.rows * op.in, grad = op.rows * op.out;
       double forward = op.shares_input ? 0.0 : (op.quantize_rows < 0 ? op.rows : op.quantize_rows) * op.in * 3;
-      LayerOp q{(expert ? std::string(expert_prefix) : std::string()) + "fp8 quantize (" + gemm + " input)",
+      LayerOp q{(expert ? std::string(kExpertPrefix) : std::string()) + "fp8 quantize (" + gemm + " input)",
                 OpClass::memory, {0, 0, 0}, {forward, grad * 3, (op.shares_input ? 0.0 : in) * 2 + grad * 2}};
       q.before = op.before;
       op.before = CommPoint::none;
@@ -141,7 +140,7 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   if (c.ep > 1) ops.back().after = CommPoint::ep_dispatch;
   // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
   add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
-          "experts: ", CommPoint::none);
+          std::string(kExpertPrefix), CommPoint::none);
   ops[ops.size() - 3].quantize_rows = T / sp;  // DeepSeek-V3 §3.3.3: quantized to fp8, then dispatched
   if (c.ep > 1) ops.back().after = CommPoint::ep_combine;
   if (moe.shared_experts > 0)

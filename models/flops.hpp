@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/model_spec.hpp"
@@ -67,6 +68,10 @@ struct OpContext {
   // gradient, and both are read, transposed and re-quantized for the weight gradient.
   bool fp8_quantization = false;
 };
+
+// The routed experts' ops (their names start "experts: "): their time scales with the expert load.
+inline constexpr std::string_view kExpertPrefix = "experts: ";
+inline bool expert_op(const LayerOp& op) { return op.name.rfind(kExpertPrefix, 0) == 0; }
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);
 std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c);

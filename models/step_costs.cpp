@@ -141,8 +141,6 @@ bool recomputed(const LayerOp& op, const Recompute& r) {
   return false;
 }
 
-bool expert_op(const LayerOp& op) { return op.name.rfind("experts: ", 0) == 0; }
-
 // Group placements and link speeds, from the layout's rank placement on the fabric.
 struct Groups {
   CollectiveLinks links;

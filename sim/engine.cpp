@@ -43,14 +43,11 @@ class EventQueue {
  public:
   bool empty() const { return next_ == current_.size() && nonempty_ == 0; }
   bool has_same_time() const { return next_ < current_.size(); }
-  void push(Event e) { put(e); }
   Event pop() {
     if (next_ == current_.size()) refill();
     return current_[next_++];
   }
-
- private:
-  void put(Event e) {
+  void push(Event e) {
     std::uint64_t x = static_cast<std::uint64_t>(e.time) ^ time_;
     if (x == 0) {
       current_.push_back(e);
@@ -60,6 +57,8 @@ class EventQueue {
     buckets_[static_cast<std::size_t>(b)].push_back(e);
     nonempty_ |= std::uint64_t{1} << (b - 1);
   }
+
+ private:
   void refill() {
     current_.clear();
     next_ = 0;
@@ -69,7 +68,7 @@ class EventQueue {
     for (const Event& e : bucket) least = std::min(least, e.time);
     time_ = static_cast<std::uint64_t>(least);
     nonempty_ &= ~(std::uint64_t{1} << (b - 1));
-    for (const Event& e : bucket) put(e);
+    for (const Event& e : bucket) push(e);
     bucket.clear();
   }
 
