@@ -269,10 +269,17 @@ class StageCoster {
     return lp;
   }
 
+  // Megatron's scatter/gather (Narayanan et al. SC'21 §4.1): under tensor parallelism each rank sends
+  // only its 1/t slice of the boundary activations, over its own NIC; without sequence parallelism
+  // the receiving ranks then all-gather the slices over NVLink.
   double p2p() const {
-    double sp = job_.layout.sequence_parallel ? static_cast<double>(job_.layout.tp) : 1.0;  // Megatron's scatter/gather
+    if (job_.layout.pp <= 1) return 0;
     GroupPlacement pair{2, groups_.pp_crosses_nodes ? 2 : 1};
-    return job_.layout.pp > 1 ? collective_seconds(CollectiveOp::send_recv, activation_bytes_ / sp, pair, groups_.links) : 0;
+    double t = collective_seconds(CollectiveOp::send_recv, activation_bytes_ / static_cast<double>(job_.layout.tp), pair,
+                                  groups_.links);
+    if (job_.layout.tp > 1 && !job_.layout.sequence_parallel)
+      t += collective_seconds(CollectiveOp::all_gather, activation_bytes_, groups_.tp, groups_.links);
+    return t;
   }
 
   // Gradient reduction (op) or parameter gather of `dense`/`expert` elements of `bytes` each, over the
