@@ -130,8 +130,6 @@ std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std
   return load;
 }
 
-namespace {
-
 bool recomputed(const LayerOp& op, const Recompute& r) {
   auto ends = [&](std::string_view s) { return op.name.size() >= s.size() && op.name.compare(op.name.size() - s.size(), s.size(), s) == 0; };
   if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;
@@ -140,6 +138,8 @@ bool recomputed(const LayerOp& op, const Recompute& r) {
   if (r.activation && (ends("SwiGLU") || ends("GeLU"))) return true;
   return false;
 }
+
+namespace {
 
 // Group placements and link speeds, from the layout's rank placement on the fabric.
 struct Groups {

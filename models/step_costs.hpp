@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/flops.hpp"
 #include "models/job.hpp"
 
 namespace plumb {
@@ -77,6 +78,10 @@ std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std
                                       std::uint64_t seed);
 double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
                              std::uint64_t seed);
+
+// Whether the backward recomputes `op`'s forward under `r` (selective lists; "full" is every op of
+// a transformer layer, decided by the caller).
+bool recomputed(const LayerOp& op, const Recompute& r);
 
 // Two passes interleaved segment by segment on one compute stream and one communication stream, as
 // DualPipe overlaps a forward with a backward chunk (each one's communication hides under the other's

@@ -1,0 +1,153 @@
+// The single-GPU validation run: the shrunk job, the kernels that execute it (the same FLOPs plumb
+// costs), and an enqueue order that respects every cross-stage dependency of every schedule.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "models/catalogue.hpp"
+#include "models/diagnostics.hpp"
+#include "models/flops.hpp"
+#include "models/memory.hpp"
+#include "models/op_cost.hpp"
+#include "models/step_costs.hpp"
+#include "validate/virtual_run.hpp"
+
+using namespace plumb;
+
+namespace {
+
+Job scenario(const std::string& name, std::vector<std::string> overrides = {}) {
+  return load_scenario(data_dir() / "scenarios" / name, overrides);
+}
+
+double gemm_flops(const std::vector<KernelStep>& ks, int pass = -1) {
+  double f = 0;
+  for (const KernelStep& k : ks)
+    if (k.kind == KernelKind::gemm && (pass < 0 || k.pass == pass)) f += k.flops();
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("DeepSeek-V3 shrinks to four virtual stages of one EP rank's MoE layers") {
+  Job full = scenario("deepseek-v3-2048xh800.json");
+  VirtualRun run = plan_virtual_run(full, {});
+  const Job& j = run.job;
+  CHECK(j.layout.pp == 4);
+  CHECK(j.layout.stages() == 4);  // DualPipe: each rank holds two of the pp stages
+  CHECK(j.model.layers == 4);
+  CHECK(j.model.moe_layer_count() == 4);
+  CHECK(j.model.moe->experts == 4);  // 256 experts over EP64
+  CHECK(j.model.mtp_depth == 0);
+  CHECK(j.microbatches() == 8);
+  CHECK(j.cluster.gpu.sms == 32);  // 132 SMs / 4, in whole groups of 8
+  CHECK(j.cluster.gpu.peak_dense.at(MathDtype::bf16) == doctest::Approx(full.cluster.gpu.peak_dense.at(MathDtype::bf16) * 32 / 132));
+  CHECK(j.cluster.gpus() == 4);
+  // Every forward of a MoE layer runs the 4 local experts' GEMMs as a batch over the 4096 × 8 token
+  // copies the EP rank receives: 8192 rows each.
+  bool experts = false;
+  for (const KernelStep& k : run.forward[1])
+    if (run.op_names[static_cast<std::size_t>(k.op)].find("experts: gate+up projection") != std::string::npos) {
+      CHECK(k.batch == 4);
+      CHECK(k.m == 8192);
+      CHECK(k.n == 2 * 2048);
+      CHECK(k.k == 7168);
+      CHECK(k.fp8);
+      experts = true;
+    }
+  CHECK(experts);
+  // Memory-bound kernels get their shapes back from the bytes plumb costs.
+  int norms = 0, swiglus = 0, permutes = 0;
+  for (const KernelStep& k : run.forward[1]) {
+    if (k.kind == KernelKind::rmsnorm) {
+      CHECK(k.rows == 4096);
+      CHECK(k.cols == 7168);
+      ++norms;
+    }
+    if (k.kind == KernelKind::swiglu) {
+      bool shared = run.op_names[static_cast<std::size_t>(k.op)].find("shared") != std::string::npos;
+      CHECK(k.rows == (shared ? 4096 : 32768));
+      CHECK(k.cols == 2048);
+      ++swiglus;
+    }
+    if (k.kind == KernelKind::permute) {
+      CHECK(k.rows == 32768);
+      ++permutes;
+    }
+  }
+  CHECK(norms == 2);
+  CHECK(swiglus == 2);
+  CHECK(permutes == 1);
+}
+
+TEST_CASE("the executor's GEMMs do the FLOPs plumb costs, pass by pass, recomputation included") {
+  for (const char* file : {"deepseek-v3-2048xh800.json", "gpt3-175b-megatron.json", "llama3-405b-16k-h100.json"}) {
+    VirtualRun run = plan_virtual_run(scenario(file), {});
+    const Job& j = run.job;
+    OpContext c = op_context(j);
+    for (const StagePlan& s : stage_plans(j)) {
+      INFO(file << " stage " << s.index);
+      PassFlops want;
+      double recompute = 0;
+      auto add = [&](const std::vector<LayerOp>& ops, bool transformer) {
+        PassFlops f = sum_flops(ops);
+        want.forward += f.forward;
+        want.input_grad += f.input_grad;
+        want.weight_grad += f.weight_grad;
+        for (const LayerOp& op : ops)  // DeepSeek-V3 recomputes its MLA up-projections (GEMMs)
+          if (op.cls != OpClass::memory && ((j.layout.recompute.full && transformer) || recomputed(op, j.layout.recompute)))
+            recompute += op.flops[0];
+      };
+      for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add(layer_ops(j.model, l, c), true);
+      if (s.head) add(head_ops(j.model, c), false);
+      const auto i = static_cast<std::size_t>(s.index);
+      CHECK(gemm_flops(run.forward[i]) == doctest::Approx(want.forward).epsilon(1e-9));
+      CHECK(gemm_flops(run.input_grad[i], 1) == doctest::Approx(want.input_grad).epsilon(1e-9));
+      CHECK(gemm_flops(run.weight_grad[i]) == doctest::Approx(want.weight_grad).epsilon(1e-9));
+      CHECK(gemm_flops(run.backward[i], 0) == doctest::Approx(recompute).epsilon(1e-9));
+      CHECK(gemm_flops(run.backward[i]) == doctest::Approx(recompute + want.input_grad + want.weight_grad).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("every schedule's ops are enqueued after the ops on other ranks they wait for") {
+  for (const auto& [name, kind] : schedule_names()) {
+    std::vector<std::string> set{"parallel.schedule=" + name, kind == ScheduleKind::interleaved ? "parallel.vp=2" : "parallel.vp=1"};
+    VirtualRun run = plan_virtual_run(scenario("gpt3-175b-megatron.json", set), {});
+    INFO(name);
+    std::size_t total = 0;
+    for (const auto& ops : run.schedule.ops) total += ops.size();
+    REQUIRE(run.order.size() == total);
+    std::vector<std::int32_t> seen(run.schedule.ops.size(), 0);
+    std::int64_t waits = 0, sends = 0;
+    for (std::size_t i = 0; i < run.order.size(); ++i) {
+      const RunOp& op = run.order[i];
+      CHECK(op.index == seen[static_cast<std::size_t>(op.rank)]++);  // each rank in its own order
+      for (std::int32_t w : op.waits) {
+        CHECK(w >= 0);
+        CHECK(static_cast<std::size_t>(w) < i);
+        CHECK(run.order[static_cast<std::size_t>(w)].rank != op.rank);
+      }
+      waits += static_cast<std::int64_t>(op.waits.size());
+      sends += op.sends;
+    }
+    // A forward waits for the stage before it, a backward for the stage after: every stage boundary
+    // of every micro-batch is crossed once each way, less the crossings that stay on one rank.
+    const std::int64_t stages = run.job.layout.stages(), mbs = run.job.microbatches();
+    CHECK(waits > 0);
+    CHECK(waits <= 2 * (stages - 1) * mbs);
+    CHECK(sends > 0);
+  }
+}
+
+TEST_CASE("a scenario that cannot shrink to one GPU says why") {
+  Job full = scenario("llama3-405b-16k-h100.json", {"parallel.cp=2", "parallel.dp=64"});
+  CHECK_THROWS_WITH_AS(plan_virtual_run(full, {}), doctest::Contains("context parallelism"), InputError);
+  VirtualRunOptions many;
+  many.stages = 4;
+  many.sms_per_stage = 40;
+  CHECK_THROWS_WITH_AS(plan_virtual_run(scenario("gpt3-175b-megatron.json"), many), doctest::Contains("need 160 SMs"), InputError);
+  VirtualRunOptions moe;
+  moe.layer_kind = "moe";
+  CHECK_THROWS_WITH_AS(plan_virtual_run(scenario("gpt3-175b-megatron.json"), moe), doctest::Contains("no MoE layers"), InputError);
+}

@@ -1,0 +1,79 @@
+#pragma once
+// The single-GPU validation run (`plumb-validate run`, `plumb compare`): a scenario shrunk to K
+// virtual pipeline stages on one GPU — fewer layers, the same shapes — each stage on its own share of
+// the SMs, and the kernels that execute it. Pure CPU code: the executor (validate/stage_executor)
+// launches what this describes, and `plumb compare` predicts the same shrunk job with plumb's models.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/job.hpp"
+#include "models/json_reader.hpp"
+#include "models/pipeline.hpp"
+
+namespace plumb {
+
+struct VirtualRunOptions {
+  std::int64_t stages = 4;            // pipeline ranks (green contexts) on the GPU
+  std::int64_t layers_per_stage = 1;  // transformer layers per model stage
+  std::int64_t micro_batches = 0;     // 0: twice the pipeline ranks (DualPipe: four times)
+  // Which layers to keep: "moe" (the model's MoE layer, as an EP rank of the full layout runs it) or
+  // "dense"; "" picks moe for MoE models.
+  std::string layer_kind;
+  std::int64_t sms_per_stage = 0;  // 0: the GPU's SMs over the stages, rounded down to whole 8-SM groups
+};
+
+// The shrunk job plumb predicts: one node of `stages` "GPUs", each the full GPU's `sms_per_stage`
+// SMs with that share of its dense peak and HBM bandwidth (the bandwidth split evenly is an
+// assumption: when fewer stages are busy each could draw more); pipeline sends as device copies at
+// that share of the copy bandwidth. TP, CP, DP and EP are 1 — a MoE layer keeps the experts one EP
+// rank of the full layout holds and the token copies it receives (balanced routing), so the expert
+// GEMMs have the full job's shapes and no all-to-all runs. No ZeRO, no MTP, attention unfused (the
+// executor's attention is batched GEMMs and a softmax), blocking sends (a copy on the sending stage's
+// stream). Throws InputError naming the option when the scenario cannot shrink so.
+Job virtual_stage_job(const Job& full, const VirtualRunOptions& options);
+
+// One kernel launch of the executor. GEMMs: `batch` independent products C[m×n] = A[m×k]·B[k×n]
+// (local experts, attention heads); memory-bound kernels move `bytes` over `rows` × `cols` elements.
+enum class KernelKind : std::uint8_t { gemm, rmsnorm, swiglu, permute, unpermute, stream };
+struct KernelStep {
+  KernelKind kind = KernelKind::stream;
+  std::int32_t op = 0;    // index into VirtualRun::op_names: what per-op timings are grouped by
+  std::int8_t pass = 0;   // 0 forward (recomputation included), 1 input gradient, 2 weight gradient
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool fp8 = false;
+  std::int64_t rows = 0, cols = 0;
+  double bytes = 0;
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
+};
+
+// One schedule op as the executor enqueues it, with the ops on other ranks it waits for.
+struct RunOp {
+  std::int32_t rank = 0;
+  std::int32_t index = 0;         // position in the rank's schedule
+  std::vector<std::int32_t> waits;  // indices into VirtualRun::order of ops on other ranks
+  bool sends = false;             // ends with a copy of its output to the next stage's rank
+};
+
+struct VirtualRun {
+  Job job;  // the shrunk job
+  VirtualRunOptions options;
+  PipelineSchedule schedule;
+  std::vector<std::string> op_names;  // "stage 2 · q up-projection"
+  // Per model stage, the kernels of each pass kind: forward, full backward, input-gradient half,
+  // weight-gradient half.
+  std::vector<std::vector<KernelStep>> forward, backward, input_grad, weight_grad;
+  std::vector<double> optimizer_bytes;  // per pipeline rank: the memory-bound update over its stages
+  double send_bytes = 0;                // one micro-batch's activations between stages
+  std::vector<RunOp> order;             // every schedule op, each after the ops it waits for
+  // Kernels of one schedule op, in launch order.
+  std::vector<const KernelStep*> kernels(const PipeOp& op) const;
+};
+
+VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options);
+
+// How a measured run file records its setup, and reads it back (InputError on a bad file).
+Json virtual_options_json(const VirtualRunOptions& o);
+VirtualRunOptions read_virtual_options(const Json& value, const std::string& pointer, const SourceFile& src);
+
+}  // namespace plumb
