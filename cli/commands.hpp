@@ -22,6 +22,7 @@ const Command& run_command();
 const Command& plan_command();
 const Command& merge_command();
 const Command& calibrate_command();
+const Command& compare_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);

@@ -20,7 +20,8 @@ using plumb::cli::Command;
 const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> list{&plumb::cli::run_command(), &plumb::cli::plan_command(), &plumb::cli::merge_command(),
                                                 &plumb::cli::memory_command(), &plumb::cli::schedule_command(),
-                                                &plumb::cli::collective_command(), &plumb::cli::ops_command(), &plumb::cli::calibrate_command()};
+                                                &plumb::cli::collective_command(), &plumb::cli::ops_command(), &plumb::cli::calibrate_command(),
+                                                &plumb::cli::compare_command()};
   return list;
 }
 
@@ -29,7 +30,8 @@ std::string top_help() {
       "usage: plumb <command> [options]\n\n"
       "plumb predicts how a large-model training job behaves on a GPU cluster: one training step simulated\n"
       "(run), the best layout, GPU and fabric searched (plan, merge), memory per stage, pipeline schedules,\n"
-      "collectives over the topology, the ops of each layer, and profiles fitted to measurements (calibrate).\n\ncommands:\n";
+      "collectives over the topology, the ops of each layer, profiles fitted to measurements (calibrate),\n"
+      "and predictions set beside a real run on a GPU (compare).\n\ncommands:\n";
   for (const Command* c : commands())  // first usage line only; `plumb <command> --help` has the rest
     text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage.substr(0, c->spec.usage.find('\n')));
   text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";

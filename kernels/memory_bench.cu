@@ -1,6 +1,8 @@
 #include "kernels/memory_bench.hpp"
 
 #include "kernels/cuda_check.hpp"
+#include "kernels/device_fill.hpp"
+#include "kernels/layer_kernels.hpp"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -10,22 +12,6 @@
 #include <vector>
 
 namespace plumb::kernels {
-namespace {
-
-__global__ void copy16(const uint4* __restrict__ in, uint4* __restrict__ out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    out[i] = in[i];
-}
-
-// Never zeros (they can take fast paths), one distinct word per position.
-__global__ void fill_words(std::uint32_t* p, std::size_t n, std::uint32_t seed) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
-    p[i] = (static_cast<std::uint32_t>(i) * 2654435761u ^ seed) | 1u;
-}
-
-}  // namespace
 
 CopyTiming time_copy(std::size_t bytes, int warmup, int repetitions) {
   if (bytes < 16 || bytes % 16 != 0) throw std::runtime_error("time_copy: bytes must be a positive multiple of 16");
@@ -38,16 +24,14 @@ CopyTiming time_copy(std::size_t bytes, int warmup, int repetitions) {
   for (int i = 0; i < pairs; ++i) {
     in.push_back(std::make_unique<DeviceBuffer>(bytes));
     out.push_back(std::make_unique<DeviceBuffer>(bytes));
-    fill_words<<<1024, 256>>>(static_cast<std::uint32_t*>(in.back()->p), bytes / 4, 31u + static_cast<std::uint32_t>(i));
+    fill_nonzero(in.back()->p, bytes / 4, Element::word32, 31u + static_cast<std::uint32_t>(i));
   }
-  check(cudaGetLastError(), "fill_words");
-  const std::size_t n = bytes / 16;
-  const int threads = 256, blocks = 8 * sms;  // a few resident blocks per SM, grid-striding
+  const int blocks = 8 * sms;  // a few resident blocks per SM, grid-striding
   cudaStream_t stream = nullptr;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   auto launch = [&](int i) {
     std::size_t s = static_cast<std::size_t>(i % pairs);
-    copy16<<<blocks, threads, 0, stream>>>(static_cast<const uint4*>(in[s]->p), static_cast<uint4*>(out[s]->p), n);
+    stream_copy(in[s]->p, out[s]->p, bytes, blocks, stream);
   };
   std::vector<double> seconds = time_runs(stream, warmup, repetitions, launch);
   cudaStreamDestroy(stream);

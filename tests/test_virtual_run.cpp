@@ -2,7 +2,9 @@
 // costs), and an enqueue order that respects every cross-stage dependency of every schedule.
 #include <doctest/doctest.h>
 #include <cmath>
+#include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 
 #include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
@@ -10,6 +12,11 @@
 #include "models/memory.hpp"
 #include "models/op_cost.hpp"
 #include "models/step_costs.hpp"
+#include "models/schedule_report.hpp"
+#include "models/step_builder.hpp"
+#include "validate/compare.hpp"
+#include "validate/device_profile.hpp"
+#include "validate/measured_run.hpp"
 #include "validate/virtual_run.hpp"
 
 using namespace plumb;
@@ -150,4 +157,75 @@ TEST_CASE("a scenario that cannot shrink to one GPU says why") {
   VirtualRunOptions moe;
   moe.layer_kind = "moe";
   CHECK_THROWS_WITH_AS(plan_virtual_run(scenario("gpt3-175b-megatron.json"), moe), doctest::Contains("no MoE layers"), InputError);
+}
+
+namespace {
+
+// A measured file that says exactly what plumb predicts (steps scaled by `slower`): what `plumb
+// compare` reads back must then show the scale as its error and nothing else.
+std::filesystem::path predicted_as_measured(const std::string& scenario_file, double slower, const std::string& name) {
+  MeasuredSetup setup;
+  setup.scenario = (data_dir() / "scenarios" / scenario_file).string();
+  setup.device = "NVIDIA H800 SXM5 80GB";
+  setup.driver = "13.0";
+  setup.date = "2026-11-21";
+  Job full = load_scenario(setup.scenario);
+  VirtualRun run = plan_virtual_run(full, setup.options);
+  StepSimulation sim = simulate_step(run.job, step_costs(run.job));
+  MeasuredRun m;
+  m.step_seconds = {sim.step_time * slower};
+  std::vector<std::vector<PlacedOp>> placed = placed_step_ops(sim);
+  for (std::size_t r = 0; r < placed.size(); ++r)
+    for (const PlacedOp& op : placed[r]) {
+      auto index = static_cast<std::int32_t>(op.op - sim.schedule.ops[r].data());
+      m.timeline.push_back({static_cast<std::int32_t>(r), index, op.start * slower, op.end * slower});
+    }
+  for (std::size_t i = 0; i < run.op_names.size(); ++i)
+    for (int pass = 0; pass < 3; ++pass)
+      if (double t = op_time(run.op_defs[i], pass, run.job).seconds; t > 0) m.op_times.push_back({run.op_names[i], pass, t * slower, 3});
+  std::filesystem::path path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << measured_run_json(setup, run, m).dump(1);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("plumb compare reads a measured run back and sets plumb's prediction of the same shrunk job beside it") {
+  MeasuredFile same = read_measured_run(predicted_as_measured("deepseek-v3-2048xh800.json", 1.0, "plumb-compare-same.json").string());
+  Comparison c = compare_measured_run(same);
+  CHECK(c.profile == "h800-sxm");
+  CHECK(std::abs(c.error()) < 1e-9);
+  REQUIRE(c.ranks.size() == 4);
+  for (const RankComparison& r : c.ranks) {
+    CHECK(r.measured_busy == doctest::Approx(r.predicted_busy).epsilon(1e-9));
+    CHECK(r.predicted_bubble > 0);  // a 4-rank DualPipe over 8 micro-batches idles at its ends
+    CHECK(r.predicted_bubble < 0.5);
+  }
+  REQUIRE(!c.ops.empty());
+  for (const OpComparison& o : c.ops) CHECK(o.measured == doctest::Approx(o.predicted).epsilon(1e-9));
+  // A run 25% slower than predicted: plumb is 20% fast, on the step and on every op.
+  Comparison slow = compare_measured_run(read_measured_run(predicted_as_measured("deepseek-v3-2048xh800.json", 1.25, "plumb-compare-slow.json").string()));
+  CHECK(slow.error() == doctest::Approx(-0.2));
+  for (const OpComparison& o : slow.ops) CHECK(o.predicted / o.measured == doctest::Approx(0.8));
+  CHECK(comparison_text(slow).find("error -20.0%") != std::string::npos);
+  CHECK(comparison_json(slow)["error"].get<double>() == doctest::Approx(-0.2));
+  // A calibrated profile predicts with its own figures: twice the peak, shorter GEMMs.
+  GpuSpec fast = *bundled_gpu_profile("NVIDIA H800");
+  for (auto& [dtype, rate] : fast.peak_dense) rate *= 2;
+  CHECK(compare_measured_run(same, fast).predicted_step < 0.8 * c.predicted_step);
+}
+
+TEST_CASE("a measured-run file with a missing or wrong field is refused with its JSON path") {
+  std::filesystem::path good = predicted_as_measured("gpt3-175b-megatron.json", 1.0, "plumb-compare-good.json");
+  Json doc = Json::parse(std::ifstream(good));
+  doc.erase("virtual");
+  doc["ops"][0]["pass"] = "sideways";
+  std::filesystem::path bad = std::filesystem::temp_directory_path() / "plumb-compare-bad.json";
+  std::ofstream(bad) << doc.dump();
+  CHECK_THROWS_WITH_AS(read_measured_run(bad.string()), doctest::Contains("missing key \"virtual\""), InputError);
+  CHECK_THROWS_WITH_AS(read_measured_run(bad.string()), doctest::Contains("/ops/0/pass: \"sideways\" is not forward"), InputError);
+  Json unknown_device = Json::parse(std::ifstream(good));
+  unknown_device["device"] = "Imaginary GPU 9000";
+  std::ofstream(bad) << unknown_device.dump();
+  CHECK_THROWS_WITH_AS(compare_measured_run(read_measured_run(bad.string())), doctest::Contains("give --profile"), InputError);
 }

@@ -1,5 +1,6 @@
-// plumb-validate: measurements on the GPU at hand for `plumb calibrate`.
+// plumb-validate: measurements on the GPU at hand, for `plumb calibrate` and `plumb compare`.
 //   plumb-validate bench [--scenario S] [--set k=v ...] [--quick] [--no-sweep] [--reps N] --out F
+//   plumb-validate run SCENARIO [--stages K] [--layers-per-stage L] [--micro-batches M] ... --out F
 #include <chrono>
 #include <ctime>
 #include <fmt/format.h>
@@ -13,6 +14,10 @@
 #include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
 #include "validate/bench_plan.hpp"
+#include "validate/device_profile.hpp"
+#include "validate/measured_run.hpp"
+#include "validate/stage_executor.hpp"
+#include "validate/virtual_run.hpp"
 
 namespace {
 
@@ -39,25 +44,33 @@ const CommandSpec kBench{
      {"--reps", "N", "timed repetitions per GEMM after warm-up (20)"},
      {"--out", "FILE", "where the measurement file goes"}}};
 
+const CommandSpec kRun{
+    "run",
+    "plumb-validate run SCENARIO [--set key=value ...] [--stages K] [--layers-per-stage L] [--micro-batches M]\n"
+    "                   [--layer-kind moe|dense] [--sms-per-stage S] [--steps N] [--no-kernel-times] --out F [--trace T]",
+    "Executes the scenario's pipeline schedule with real kernels on GPU 0, shrunk to fit it: K virtual stages, each\n"
+    "a CUDA green context holding its share of the SMs (--sms-per-stage; default the SMs over K in groups of 8),\n"
+    "L layers per stage with the full job's shapes (a MoE layer as one EP rank of the full layout runs it, TP's\n"
+    "sharding as narrower GEMMs), every op as cuBLASLt GEMMs (fp8 where the scenario trains in fp8) and the\n"
+    "memory-bound kernels plumb costs, attention unfused (batched GEMMs), sends as device copies. Times every op\n"
+    "and kernel with CUDA events and writes the file `plumb compare` reads.",
+    {"SCENARIO"},
+    {{"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
+     {"--stages", "K", "virtual pipeline ranks on the GPU (4)"},
+     {"--layers-per-stage", "L", "transformer layers per model stage (1)"},
+     {"--micro-batches", "M", "micro-batches per step (twice the stages)"},
+     {"--layer-kind", "KIND", "moe or dense (moe for MoE models)"},
+     {"--sms-per-stage", "S", "SMs per green context"},
+     {"--steps", "N", "timed steps after one warm-up step (3)"},
+     {"--no-kernel-times", "", "time ops only, not each kernel"},
+     {"--out", "FILE", "where the measured run goes"},
+     {"--trace", "FILE", "the median step's timeline as a Chrome trace (Perfetto)"}}};
+
 std::string today_utc() {
   std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};
   gmtime_r(&now, &tm);
   return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
-}
-
-// The bundled profile of the device, by its name, for the peak check.
-std::optional<GpuSpec> profile_of(const std::string& device) {
-  for (const std::string& name : catalogue_names(kGpuProfiles)) {
-    Diagnostics d;
-    SourceFile src{"plumb-validate", data_dir(), &d, {}};
-    std::optional<GpuSpec> g = read_gpu(Json(name), "", src);
-    if (!g) continue;
-    std::string model = g->name.substr(g->name.find(' ') + 1);  // "H100 SXM5 80GB" from "NVIDIA H100 SXM5 80GB"
-    model = model.substr(0, model.find(' '));
-    if (device.find(model) != std::string::npos) return g;
-  }
-  return std::nullopt;
 }
 
 int bench(const Args& args) {
@@ -73,7 +86,7 @@ int bench(const Args& args) {
     gemms.erase(std::remove_if(gemms.begin(), gemms.end(), [](const BenchGemm& g) { return g.what != "sweep" || g.m > 4096; }),
                 gemms.end());
   const int reps = static_cast<int>(args.integer("--reps", quick ? 5 : 20, 1, 10000));
-  std::optional<GpuSpec> profile = profile_of(device.name);
+  std::optional<GpuSpec> profile = bundled_gpu_profile(device.name);
   // fp8 tensor cores from Ada (8.9) and Hopper (9.0) on.
   const bool fp8 = !args.flag("--no-fp8") && device.compute_capability_major * 10 + device.compute_capability_minor >= 89;
   if (fp8) {
@@ -131,29 +144,81 @@ int bench(const Args& args) {
   return timed.empty() ? 1 : 0;
 }
 
+int run(const Args& args) {
+  if (!args.flag("--out")) throw UsageError("--out FILE is required");
+  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
+  if (devices.empty()) throw std::runtime_error("no GPU is visible");
+  const kernels::DeviceInfo& device = devices.front();
+  MeasuredSetup setup;
+  setup.scenario = args.positional(0);
+  setup.overrides = args.values("--set");
+  VirtualRunOptions& o = setup.options;
+  o.stages = args.integer("--stages", 4, 1, 64);
+  o.layers_per_stage = args.integer("--layers-per-stage", 1, 1, 64);
+  o.micro_batches = args.integer("--micro-batches", 0, 0, 4096);
+  o.layer_kind = args.value("--layer-kind");
+  o.sms_per_stage = args.integer("--sms-per-stage", 0, 0, 10000);
+  Job full = load_scenario(setup.scenario, setup.overrides);
+  if (std::optional<GpuSpec> profile = bundled_gpu_profile(device.name)) full.cluster.gpu = *profile;  // the GPU at hand
+  full.cluster.gpu.sms = device.sms;
+  VirtualRun plan = plan_virtual_run(full, o);
+  std::size_t kernels_per_step = 0;
+  for (const RunOp& op : plan.order)
+    kernels_per_step += plan.kernels(plan.schedule.ops[static_cast<std::size_t>(op.rank)][static_cast<std::size_t>(op.index)]).size();
+  std::cerr << fmt::format("{}: {} ranks × {} SMs, {} stages of {} layer(s), {} micro-batches, {} ops and {} kernels per step\n",
+                           device.name, plan.job.layout.pp, plan.job.cluster.gpu.sms, plan.job.layout.stages(), o.layers_per_stage,
+                           plan.job.microbatches(), plan.order.size(), kernels_per_step);
+  ExecutorOptions e;
+  e.timed_steps = static_cast<int>(args.integer("--steps", 3, 1, 1000));
+  e.kernel_times = !args.flag("--no-kernel-times");
+  MeasuredRun measured = execute_virtual_run(plan, e);
+  setup.device = device.name;
+  setup.driver = device.driver_version;
+  setup.clock_mhz = kernels::sm_clock_mhz();
+  setup.date = today_utc();
+  std::ofstream out(args.value("--out"));
+  if (!out) throw UsageError("cannot write " + args.value("--out"));
+  out << measured_run_json(setup, plan, measured).dump(1) << "\n";
+  if (args.flag("--trace")) {
+    std::ofstream trace(args.value("--trace"));
+    if (!trace) throw UsageError("cannot write " + args.value("--trace"));
+    trace << measured_trace_json(plan, measured).dump() << "\n";
+  }
+  std::cout << fmt::format("step {:.2f} ms (median of {}) on {} → {}\n", measured.median_step() * 1e3, measured.step_seconds.size(),
+                           device.name, args.value("--out"));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> argv_list(argv + 1, argv + argc);
-  if (argv_list.empty() || argv_list[0] != "bench") {
-    std::cout << "usage: " << kBench.usage << "\n";
+  const CommandSpec* spec = nullptr;
+  if (!argv_list.empty()) spec = argv_list[0] == "bench" ? &kBench : argv_list[0] == "run" ? &kRun : nullptr;
+  if (!spec) {
+    std::cout << "usage: " << kBench.usage << "\n       " << kRun.usage << "\n";
     return argv_list.empty() ? 2 : (argv_list[0] == "--help" ? 0 : 2);
   }
   std::vector<std::string> rest(argv_list.begin() + 1, argv_list.end());
   if (plumb::cli::wants_help(rest)) {
-    std::cout << plumb::cli::help_text(kBench);
+    std::cout << plumb::cli::help_text(*spec);
     return 0;
   }
+  const std::string who = "plumb-validate " + spec->name + ": ";
   try {
-    return bench(Args(kBench, rest));
+    Args args(*spec, rest);
+    return spec == &kBench ? bench(args) : run(args);
   } catch (const plumb::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
+  } catch (const plumb::ScheduleError& e) {
+    std::cerr << who << e.what() << "\n";
+    return 2;
   } catch (const UsageError& e) {
-    std::cerr << "plumb-validate bench: " << e.what() << "\n";
+    std::cerr << who << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "plumb-validate bench: " << e.what() << "\n";
+    std::cerr << who << e.what() << "\n";
     return 70;
   }
 }

@@ -251,7 +251,10 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
     auto id_of = [&](const LayerOp& op) {
       std::string name = fmt::format("stage {} · {}", s.index, op.name);
       auto [it, added] = ids.emplace(name, static_cast<std::int32_t>(run.op_names.size()));
-      if (added) run.op_names.push_back(name);
+      if (added) {
+        run.op_names.push_back(name);
+        run.op_defs.push_back(op);
+      }
       return it->second;
     };
     for (const auto& [ops, transformer] : layers)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "models/flops.hpp"
 #include "models/job.hpp"
 #include "models/json_reader.hpp"
 #include "models/pipeline.hpp"
@@ -60,6 +61,7 @@ struct VirtualRun {
   VirtualRunOptions options;
   PipelineSchedule schedule;
   std::vector<std::string> op_names;  // "stage 2 · q up-projection"
+  std::vector<LayerOp> op_defs;        // the plumb op each name stands for (its first occurrence)
   // Per model stage, the kernels of each pass kind: forward, full backward, input-gradient half,
   // weight-gradient half.
   std::vector<std::vector<KernelStep>> forward, backward, input_grad, weight_grad;

@@ -1,0 +1,44 @@
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "models/diagnostics.hpp"
+#include "validate/compare.hpp"
+
+namespace plumb::cli {
+namespace {
+
+int run_compare(const Args& args) {
+  MeasuredFile measured = read_measured_run(args.positional(0));
+  std::optional<GpuSpec> gpu;
+  if (args.flag("--profile")) {
+    Diagnostics d;
+    SourceFile src{"--profile", std::filesystem::current_path(), &d, {}};
+    gpu = read_gpu(Json(args.value("--profile")), "", src);
+    d.throw_if_any();
+  }
+  Comparison c = compare_measured_run(measured, gpu);
+  if (args.flag("--json")) std::cout << comparison_json(c).dump(2) << "\n";
+  else std::cout << comparison_text(c);
+  return kOk;
+}
+
+}  // namespace
+
+const Command& compare_command() {
+  static const Command command{
+      {"compare",
+       "plumb compare MEASURED.json [--profile P] [--json]",
+       "Predicts the single-GPU run that plumb-validate run measured (the file names its scenario, overrides,\n"
+       "virtual stages and device) — the same shrunk job, simulated with the profile of the GPU it ran on, or\n"
+       "with --profile (a calibrated profile from plumb calibrate) — and prints predicted against measured:\n"
+       "step time, each rank's busy time and bubble, and each op's time per pass, with the error.",
+       {"MEASURED.json"},
+       {{"--profile", "P", "the GPU profile to predict with: a catalogue name or a calibrated profile's path"},
+        {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON"}}},
+      run_compare};
+  return command;
+}
+
+}  // namespace plumb::cli

@@ -1,0 +1,103 @@
+#include "kernels/gemm_runner.hpp"
+
+#include <cublasLt.h>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda_check.hpp"
+
+namespace plumb::kernels {
+namespace {
+
+void check(cublasStatus_t status, const char* what) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(static_cast<int>(status)));
+}
+
+constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
+
+cublasLtHandle_t handle(void* p) { return static_cast<cublasLtHandle_t>(p); }
+
+}  // namespace
+
+struct GemmRunner::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    cublasLtMatrixLayoutDestroy(a);
+    cublasLtMatrixLayoutDestroy(b);
+    cublasLtMatrixLayoutDestroy(c);
+    cublasLtMatmulDescDestroy(op);
+  }
+};
+
+GemmRunner::GemmRunner() {
+  cublasLtHandle_t lt = nullptr;
+  check(cublasLtCreate(&lt), "cublasLtCreate");
+  lt_ = lt;
+  kernels::check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc(GEMM workspace)");
+  kernels::check(cudaMalloc(&scales_, 2 * sizeof(float)), "cudaMalloc(fp8 scales)");
+  const float ones[2] = {1.0f, 1.0f};
+  kernels::check(cudaMemcpy(scales_, ones, sizeof ones, cudaMemcpyHostToDevice), "cudaMemcpy(scales)");
+}
+
+GemmRunner::~GemmRunner() {
+  plans_.clear();
+  cudaFree(scales_);
+  cudaFree(workspace_);
+  cublasLtDestroy(handle(lt_));
+}
+
+const GemmRunner::Plan& GemmRunner::plan(const GemmCall& g) {
+  Key key{g.m, g.n, g.k, g.batch, g.fp8};
+  auto found = plans_.find(key);
+  if (found != plans_.end()) return *found->second;
+  auto p = std::make_unique<Plan>();
+  check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;  // column-major C = Aᵀ·B: "TN"
+  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &transa, sizeof transa), "set TRANSA");
+  check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &transb, sizeof transb), "set TRANSB");
+  if (g.fp8) {
+    // One scale per input tensor (1: the inputs are in range), read from device memory as in training.
+    const float* a_scale = static_cast<const float*>(scales_);
+    const float* b_scale = a_scale + 1;
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale), "set A scale");
+    check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale), "set B scale");
+  }
+  const cudaDataType_t in = g.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+  auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType_t type, std::int64_t rows, std::int64_t cols) {
+    check(cublasLtMatrixLayoutCreate(l, type, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols), rows), "layout");
+    if (g.batch > 1) {
+      auto count = static_cast<std::int32_t>(g.batch);
+      std::int64_t stride = rows * cols;
+      check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), "batch count");
+      check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride), "batch stride");
+    }
+  };
+  layout(&p->a, in, g.k, g.m);
+  layout(&p->b, in, g.k, g.n);
+  layout(&p->c, CUDA_R_16BF, g.m, g.n);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof kWorkspaceBytes),
+        "set workspace");
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found_algos = 0;
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle(lt_), p->op, p->a, p->b, p->c, p->c, pref, 1, &heuristic, &found_algos);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check(status, "cublasLtMatmulAlgoGetHeuristic");
+  if (found_algos == 0)
+    throw std::runtime_error("cuBLASLt has no algorithm for the " + std::string(g.fp8 ? "fp8" : "bf16") + " GEMM " + std::to_string(g.m) +
+                             "×" + std::to_string(g.n) + "×" + std::to_string(g.k));
+  p->algo = heuristic.algo;
+  return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+void GemmRunner::run(const GemmCall& g, const void* a, const void* b, void* c, cudaStream_t stream) {
+  const Plan& p = plan(g);
+  const float alpha = 1.0f, beta = 0.0f;
+  check(cublasLtMatmul(handle(lt_), p.op, &alpha, a, p.a, b, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_, kWorkspaceBytes, stream),
+        "cublasLtMatmul");
+}
+
+}  // namespace plumb::kernels

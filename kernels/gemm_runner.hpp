@@ -1,0 +1,45 @@
+#pragma once
+// GEMMs through cuBLASLt as training frameworks run them: bf16 inputs, or fp8 e4m3 inputs with
+// per-tensor scales, a bf16 output, fp32 accumulation, the "TN" layout a Linear layer's weight is
+// stored in, and `batch` independent products over contiguous operands (local experts, attention
+// heads). One runner per stream: its workspace must not be shared by GEMMs running at once.
+#include <cstddef>
+#include <cstdint>
+#include <cuda_runtime.h>
+#include <map>
+#include <memory>
+#include <tuple>
+
+namespace plumb::kernels {
+
+struct GemmCall {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool fp8 = false;
+  std::size_t a_bytes() const { return static_cast<std::size_t>(m * k * batch) * (fp8 ? 1 : 2); }
+  std::size_t b_bytes() const { return static_cast<std::size_t>(k * n * batch) * (fp8 ? 1 : 2); }
+  std::size_t c_bytes() const { return static_cast<std::size_t>(m * n * batch) * 2; }
+};
+
+class GemmRunner {
+ public:
+  GemmRunner();
+  ~GemmRunner();
+  GemmRunner(const GemmRunner&) = delete;
+  GemmRunner& operator=(const GemmRunner&) = delete;
+
+  // C[m×n] = A[m×k]·B[k×n] for each of `batch` operand sets laid end to end; asynchronous on
+  // `stream`. Throws std::runtime_error with the cuBLAS status when no algorithm fits (fp8 on a GPU
+  // without fp8 included).
+  void run(const GemmCall& g, const void* a, const void* b, void* c, cudaStream_t stream);
+
+ private:
+  struct Plan;
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
+  const Plan& plan(const GemmCall& g);
+  void* lt_ = nullptr;  // cublasLtHandle_t
+  void* workspace_ = nullptr;
+  void* scales_ = nullptr;  // two device floats, 1.0: the fp8 per-tensor scales
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace plumb::kernels

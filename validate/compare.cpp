@@ -1,0 +1,121 @@
+#include "validate/compare.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <map>
+
+#include "models/diagnostics.hpp"
+#include "models/op_cost.hpp"
+#include "models/schedule_report.hpp"
+#include "models/step_builder.hpp"
+#include "models/step_costs.hpp"
+#include "validate/device_profile.hpp"
+
+namespace plumb {
+namespace {
+
+constexpr const char* kPassNames[] = {"forward", "input gradient", "weight gradient"};
+
+// Per rank: the seconds it ran ops, from op spans (overlaps on a rank counted once).
+std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<std::tuple<std::size_t, double, double>>& spans) {
+  std::vector<std::vector<std::pair<double, double>>> by_rank(ranks);
+  for (const auto& [r, start, end] : spans) by_rank[r].push_back({start, end});
+  std::vector<double> busy(ranks, 0.0);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    auto& s = by_rank[r];
+    std::sort(s.begin(), s.end());
+    double covered_to = 0;
+    for (const auto& [a, b] : s) {
+      double from = std::max(a, covered_to);
+      if (b > from) busy[r] += b - from;
+      covered_to = std::max(covered_to, b);
+    }
+  }
+  return busy;
+}
+
+}  // namespace
+
+Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu) {
+  Job full = load_scenario(m.setup.scenario, m.setup.overrides);
+  std::optional<GpuSpec> profile = gpu ? gpu : bundled_gpu_profile(m.setup.device);
+  if (!profile) {
+    Diagnostics d;
+    SourceFile src{m.setup.scenario, {}, &d, {}};
+    src.error("/device", fmt::format("no bundled GPU profile matches \"{}\"; give --profile with a calibrated one", m.setup.device));
+    d.throw_if_any();
+  }
+  full.cluster.gpu = *profile;
+  VirtualRun run = plan_virtual_run(full, m.setup.options);
+  StepSimulation sim = simulate_step(run.job, step_costs(run.job));
+
+  Comparison c;
+  c.title = fmt::format("{} · {}, {} ranks × {} SMs, {} micro-batches, measured {}", run.job.name,
+                        schedule_name(run.job.layout.schedule), run.job.layout.pp, run.job.cluster.gpu.sms, run.job.microbatches(),
+                        m.setup.date);
+  c.profile = profile->id.empty() ? profile->name : profile->id;
+  c.measured_step = m.run.median_step();
+  c.predicted_step = sim.step_time;
+  const std::size_t ranks = static_cast<std::size_t>(run.job.layout.pp);
+  std::vector<std::tuple<std::size_t, double, double>> measured_spans, predicted_spans;
+  for (const MeasuredOp& op : m.run.timeline) measured_spans.emplace_back(static_cast<std::size_t>(op.rank), op.start, op.end);
+  std::vector<std::vector<PlacedOp>> placed = placed_step_ops(sim);
+  for (std::size_t r = 0; r < placed.size(); ++r)
+    for (const PlacedOp& op : placed[r]) predicted_spans.emplace_back(r, op.start, op.end);
+  std::vector<double> mb = busy_per_rank(ranks, measured_spans), pb = busy_per_rank(ranks, predicted_spans);
+  for (std::size_t r = 0; r < ranks; ++r)
+    c.ranks.push_back({mb[r], pb[r], c.measured_step > 0 ? 1 - mb[r] / c.measured_step : 0,
+                       c.predicted_step > 0 ? 1 - pb[r] / c.predicted_step : 0});
+  std::map<std::string, std::size_t> id;
+  for (std::size_t i = 0; i < run.op_names.size(); ++i) id[run.op_names[i]] = i;
+  for (const MeasuredOpTime& t : m.run.op_times) {
+    auto it = id.find(t.op);
+    if (it == id.end()) continue;  // not an op of this plan (a file from another version): nothing to predict
+    double predicted = op_time(run.op_defs[it->second], t.pass, run.job).seconds;
+    c.ops.push_back({t.op, t.pass, t.seconds, predicted});
+  }
+  return c;
+}
+
+std::string comparison_text(const Comparison& c) {
+  auto pct = [](double predicted, double measured) {
+    return measured > 0 ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : std::string("–");
+  };
+  std::string out = c.title + "\n";
+  out += fmt::format("predicted with the {} profile\n\n", c.profile);
+  out += fmt::format("step time   measured {:.3f} ms   predicted {:.3f} ms   error {}\n\n", c.measured_step * 1e3, c.predicted_step * 1e3,
+                     pct(c.predicted_step, c.measured_step));
+  out += " rank   busy ms (measured  predicted)   bubble (measured  predicted)\n";
+  for (std::size_t r = 0; r < c.ranks.size(); ++r) {
+    const RankComparison& x = c.ranks[r];
+    out += fmt::format("{:>5}   {:>17.3f} {:>10.3f}   {:>17.1f}% {:>9.1f}%\n", r, x.measured_busy * 1e3, x.predicted_busy * 1e3,
+                       100 * x.measured_bubble, 100 * x.predicted_bubble);
+  }
+  std::size_t width = 2;
+  for (const OpComparison& o : c.ops) width = std::max(width, o.op.size());
+  out += fmt::format("\n{:<{}}  {:<15}  {:>12}  {:>12}  {:>7}\n", "op", width, "pass", "measured ms", "predicted ms", "error");
+  for (const OpComparison& o : c.ops)
+    out += fmt::format("{:<{}}  {:<15}  {:>12.4f}  {:>12.4f}  {:>7}\n", o.op, width, kPassNames[o.pass], o.measured * 1e3,
+                       o.predicted * 1e3, pct(o.predicted, o.measured));
+  return out;
+}
+
+Json comparison_json(const Comparison& c) {
+  Json ranks = Json::array(), ops = Json::array();
+  for (const RankComparison& r : c.ranks)
+    ranks.push_back({{"measured_busy_s", r.measured_busy},
+                     {"predicted_busy_s", r.predicted_busy},
+                     {"measured_bubble", r.measured_bubble},
+                     {"predicted_bubble", r.predicted_bubble}});
+  for (const OpComparison& o : c.ops)
+    ops.push_back({{"op", o.op}, {"pass", kPassNames[o.pass]}, {"measured_s", o.measured}, {"predicted_s", o.predicted}});
+  return {{"title", c.title},
+          {"profile", c.profile},
+          {"measured_step_s", c.measured_step},
+          {"predicted_step_s", c.predicted_step},
+          {"error", c.error()},
+          {"ranks", ranks},
+          {"ops", ops}};
+}
+
+}  // namespace plumb

@@ -1,0 +1,42 @@
+#pragma once
+// `plumb compare`: plumb's prediction of the same shrunk single-GPU run that `plumb-validate run`
+// measured — step time, each rank's busy time and bubble, each op's time per pass — beside the
+// measurement, with the error.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/hardware.hpp"
+#include "models/json_reader.hpp"
+#include "validate/measured_run.hpp"
+
+namespace plumb {
+
+struct RankComparison {
+  double measured_busy = 0, predicted_busy = 0;      // seconds of the step the rank ran ops
+  double measured_bubble = 0, predicted_bubble = 0;  // idle share of the step
+};
+
+struct OpComparison {
+  std::string op;
+  int pass = 0;
+  double measured = 0, predicted = 0;  // seconds per run
+};
+
+struct Comparison {
+  std::string title;  // what ran where
+  std::string profile;  // the GPU profile predicted with
+  double measured_step = 0, predicted_step = 0;
+  std::vector<RankComparison> ranks;
+  std::vector<OpComparison> ops;
+  double error() const { return predicted_step / measured_step - 1; }
+};
+
+// Predicts with `gpu` when given (a calibrated profile), else with the bundled profile of the device
+// the run was measured on. Throws InputError when neither is there or the scenario cannot shrink.
+Comparison compare_measured_run(const MeasuredFile& measured, const std::optional<GpuSpec>& gpu = std::nullopt);
+
+std::string comparison_text(const Comparison& c);
+Json comparison_json(const Comparison& c);
+
+}  // namespace plumb

@@ -1,0 +1,12 @@
+#pragma once
+// The bundled GPU profile of a device the CUDA runtime names ("NVIDIA H100 80GB HBM3" → h100-sxm).
+#include <optional>
+#include <string>
+
+#include "models/hardware.hpp"
+
+namespace plumb {
+
+std::optional<GpuSpec> bundled_gpu_profile(const std::string& device_name);
+
+}  // namespace plumb
