@@ -218,11 +218,10 @@ class Executor {
           kernel_events_.push_back({r, k, kb, ke});
         }
       }
-      if (op.sends) {
-        // The activations (or their gradient) to the neighbouring stage's rank, as a device copy.
-        const RankBuffers& b = buffers_[static_cast<std::size_t>(r)];
-        copy(r, b.y->p, buffers_[static_cast<std::size_t>((r + 1) % ranks_)].inbox->p, align16(run_.send_bytes));
-      }
+      // The activations (or their gradient) to the neighbouring stage's rank, as a device copy.
+      for (int c = 0; c < op.sends; ++c)
+        copy(r, buffers_[static_cast<std::size_t>(r)].y->p, buffers_[static_cast<std::size_t>((r + 1) % ranks_)].inbox->p,
+             align16(run_.send_bytes));
       record(end, r);
       op_events_[i] = {begin, end};
     }

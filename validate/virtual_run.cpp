@@ -295,7 +295,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
       const PipeOp& op = run.schedule.ops[r][i];
       auto gid = static_cast<std::int32_t>(all.size());
       id[r].push_back(gid);
-      all.push_back({static_cast<std::int32_t>(r), static_cast<std::int32_t>(i), {}, false});
+      all.push_back({static_cast<std::int32_t>(r), static_cast<std::int32_t>(i), {}, 0});
       if (op.kind == OpKind::forward || op.kind == OpKind::forward_backward) produced[{0, op.work.stage, op.work.mb}] = gid;
       if (op.kind == OpKind::backward || op.kind == OpKind::backward_input) produced[{1, op.work.stage, op.work.mb}] = gid;
       if (op.kind == OpKind::forward_backward) produced[{1, op.other.stage, op.other.mb}] = gid;
@@ -309,12 +309,12 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
     const PipeOp& op = run.schedule.ops[static_cast<std::size_t>(ro.rank)][static_cast<std::size_t>(ro.index)];
     auto forward_needs = [&](StageWork w) {
       if (w.stage > 0) need(ro, 0, w.stage - 1, w.mb);
-      ro.sends = ro.sends || w.stage + 1 < stages;
+      ro.sends = static_cast<std::int8_t>(ro.sends + (w.stage + 1 < stages ? 1 : 0));
     };
     auto backward_needs = [&](StageWork w) {
       need(ro, 0, w.stage, w.mb);
       if (w.stage + 1 < stages) need(ro, 1, w.stage + 1, w.mb);
-      ro.sends = ro.sends || w.stage > 0;
+      ro.sends = static_cast<std::int8_t>(ro.sends + (w.stage > 0 ? 1 : 0));
     };
     switch (op.kind) {
       case OpKind::forward: forward_needs(op.work); break;

@@ -53,7 +53,7 @@ struct RunOp {
   std::int32_t rank = 0;
   std::int32_t index = 0;         // position in the rank's schedule
   std::vector<std::int32_t> waits;  // indices into VirtualRun::order of ops on other ranks
-  bool sends = false;             // ends with a copy of its output to the next stage's rank
+  std::int8_t sends = 0;          // copies of its output to a neighbouring stage's rank (F&B: up to 2)
 };
 
 struct VirtualRun {
