@@ -2,11 +2,13 @@
 #include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "cli/commands.hpp"
 #include "models/schedule_report.hpp"
 #include "models/zero_bubble.hpp"
 #include "sim/outputs.hpp"
+#include "validate/pipeline_numerics.hpp"
 
 namespace plumb::cli {
 
@@ -60,11 +62,27 @@ int run_schedule_command(const Args& args) {
     s = make_schedule(kind, pp, m, vp == 0 ? (kind == ScheduleKind::interleaved ? 2 : 1) : vp);
   }
   ScheduleRun run = run_schedule(s, costs);
+  std::optional<NumericCheck> verified;
+  if (args.flag("--verify")) verified = check_schedule_numerics(s);
   if (args.flag("--svg")) write_file(args.value("--svg"), schedule_svg(s, run));
   if (args.flag("--trace")) write_file(args.value("--trace"), sim::chrome_trace(run.graph, run.machine, run.result));
-  if (args.flag("--json")) std::cout << schedule_json(s, run).dump(2) << "\n";
-  else std::cout << schedule_grid(s, run);
-  return kOk;
+  if (args.flag("--json")) {
+    Json out = schedule_json(s, run);
+    if (verified)
+      out["verify"] = {{"loss_pipelined", verified->loss_pipelined},
+                       {"loss_serial", verified->loss_serial},
+                       {"max_gradient_difference", verified->max_gradient_difference},
+                       {"matches", verified->matches()}};
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << schedule_grid(s, run);
+    if (verified)
+      std::cout << fmt::format("\nverify: {} ops over {} stages × {} micro-batches {} a serial run: loss {:.12g} (serial {:.12g}), "
+                               "largest gradient difference {:.1e} of the largest gradient\n",
+                               verified->ops, verified->stages, verified->microbatches, verified->matches() ? "match" : "DO NOT match",
+                               verified->loss_pipelined, verified->loss_serial, verified->max_gradient_difference);
+  }
+  return verified && !verified->matches() ? kInternal : kOk;
 }
 
 }  // namespace
@@ -73,14 +91,16 @@ const Command& schedule_command() {
   static const Command command{
       {"schedule",
        "plumb schedule --schedule NAME --pp N --microbatches M [--vp V] [--f 1 --b 2 --w 1 --fb 3] [--p2p 0]\n"
-       "                      [--trace t.json] [--svg s.svg] [--json]\n"
+       "                      [--verify] [--trace t.json] [--svg s.svg] [--json]\n"
        "       plumb schedule --compare --pp N --microbatches M [costs] [--json]",
        "Generates a pipeline schedule, checks it and runs it on the simulator with per-op costs: prints\n"
        "the rank × time grid, each rank's bubble and its peak in-flight activations.\n"
        "Schedules: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, and zb-auto (the\n"
        "zero-bubble paper's automatic heuristic for the given costs and --memory-limit).\n"
        "Costs are in any unit: F forward, B full backward (the zero-bubble split runs B−W then W),\n"
-       "F&B one overlapped forward+backward pair (DualPipe).",
+       "F&B one overlapped forward+backward pair (DualPipe). --verify runs a small float64 model (a SwiGLU\n"
+       "block per stage) through the schedule's ops in the order the GPU executor queues them and checks the\n"
+       "loss and every weight gradient against a serial run.",
        {},
        {{"--schedule", "NAME", "the schedule (default 1f1b)"},
         {"--pp", "N", "pipeline ranks"},
@@ -96,7 +116,8 @@ const Command& schedule_command() {
         {"--trace", "FILE", "write a Chrome trace (open it in Perfetto)"},
         {"--svg", "FILE", "write the schedule as a colour SVG"},
         {"--json", "", "print JSON instead of the grid"},
-        {"--compare", "", "run every schedule on the same ranks and model and print them side by side"}}},
+        {"--compare", "", "run every schedule on the same ranks and model and print them side by side"},
+        {"--verify", "", "run a small float64 model through the schedule and check it gives the serial loss and gradients"}}},
       run_schedule_command};
   return command;
 }

@@ -283,16 +283,20 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
       run.optimizer_bytes[static_cast<std::size_t>(r)] += costs.stages[static_cast<std::size_t>(s)].optimizer * stream_rate;
   run.send_bytes = ctx.tokens * static_cast<double>(job.model.hidden) * 2.0;
 
-  // Dependencies: a forward needs the previous stage's forward of its micro-batch; a backward (or its
-  // input-gradient half) the next stage's backward and its own forward; a weight gradient its own
-  // input gradient. Only waits on other ranks are listed: a rank's own order is its stream's.
-  const auto stages = static_cast<std::int32_t>(plans.size());
+  run.order = enqueue_order(run.schedule);
+  return run;
+}
+
+std::vector<RunOp> enqueue_order(const PipelineSchedule& schedule) {
+  // Only waits on other ranks are listed: a rank's own order is its stream's.
+  const auto stages = static_cast<std::int32_t>(schedule.stages);
+  std::vector<RunOp> order;
   Produced produced;
-  std::vector<std::vector<std::int32_t>> id(run.schedule.ops.size());
+  std::vector<std::vector<std::int32_t>> id(schedule.ops.size());
   std::vector<RunOp> all;
-  for (std::size_t r = 0; r < run.schedule.ops.size(); ++r)
-    for (std::size_t i = 0; i < run.schedule.ops[r].size(); ++i) {
-      const PipeOp& op = run.schedule.ops[r][i];
+  for (std::size_t r = 0; r < schedule.ops.size(); ++r)
+    for (std::size_t i = 0; i < schedule.ops[r].size(); ++i) {
+      const PipeOp& op = schedule.ops[r][i];
       auto gid = static_cast<std::int32_t>(all.size());
       id[r].push_back(gid);
       all.push_back({static_cast<std::int32_t>(r), static_cast<std::int32_t>(i), {}, 0});
@@ -306,7 +310,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
     if (all[static_cast<std::size_t>(it->second)].rank != op.rank) op.waits.push_back(it->second);
   };
   for (RunOp& ro : all) {
-    const PipeOp& op = run.schedule.ops[static_cast<std::size_t>(ro.rank)][static_cast<std::size_t>(ro.index)];
+    const PipeOp& op = schedule.ops[static_cast<std::size_t>(ro.rank)][static_cast<std::size_t>(ro.index)];
     auto forward_needs = [&](StageWork w) {
       if (w.stage > 0) need(ro, 0, w.stage - 1, w.mb);
       ro.sends = static_cast<std::int8_t>(ro.sends + (w.stage + 1 < stages ? 1 : 0));
@@ -328,7 +332,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
     }
   }
   // Enqueue order: round-robin over ranks, each as far as its next op's waits are already enqueued.
-  std::vector<std::size_t> next(run.schedule.ops.size(), 0);
+  std::vector<std::size_t> next(schedule.ops.size(), 0);
   std::vector<std::int32_t> position(all.size(), -1);
   for (bool progress = true; progress;) {
     progress = false;
@@ -336,16 +340,16 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
       while (next[r] < id[r].size()) {
         RunOp& op = all[static_cast<std::size_t>(id[r][next[r]])];
         if (!std::all_of(op.waits.begin(), op.waits.end(), [&](std::int32_t w) { return position[static_cast<std::size_t>(w)] >= 0; })) break;
-        position[static_cast<std::size_t>(id[r][next[r]])] = static_cast<std::int32_t>(run.order.size());
-        run.order.push_back(op);
+        position[static_cast<std::size_t>(id[r][next[r]])] = static_cast<std::int32_t>(order.size());
+        order.push_back(op);
         ++next[r];
         progress = true;
       }
   }
-  if (run.order.size() != all.size()) throw std::logic_error("the schedule's ops wait on one another in a cycle");
-  for (RunOp& op : run.order)
+  if (order.size() != all.size()) throw std::logic_error("the schedule's ops wait on one another in a cycle");
+  for (RunOp& op : order)
     for (std::int32_t& w : op.waits) w = position[static_cast<std::size_t>(w)];
-  return run;
+  return order;
 }
 
 Json virtual_options_json(const VirtualRunOptions& o) {

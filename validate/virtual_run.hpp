@@ -74,6 +74,13 @@ struct VirtualRun {
 
 VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options);
 
+// Every op of the schedule, each after the ops on other ranks it waits for: a forward needs the
+// previous stage's forward of its micro-batch; a backward (or its input-gradient half) the next
+// stage's backward and its own forward; a weight gradient its own input gradient. Round-robin over
+// the ranks, each as far as its next op's waits are met. Throws std::logic_error when an op has no
+// producer or the ranks wait on one another in a cycle.
+std::vector<RunOp> enqueue_order(const PipelineSchedule& schedule);
+
 // How a measured run file records its setup, and reads it back (InputError on a bad file).
 Json virtual_options_json(const VirtualRunOptions& o);
 VirtualRunOptions read_virtual_options(const Json& value, const std::string& pointer, const SourceFile& src);
