@@ -1,24 +1,14 @@
 // GPU test (ctest label "gpu"): the visible GPU's SM count and memory agree with its bundled profile.
 #include <cstdio>
-#include <exception>
 
-#include "kernels/device_info.hpp"
+#include "tests/gpu_test_device.hpp"
 #include "validate/device_profile.hpp"
 
 int main() {
   using namespace plumb;
-  std::vector<kernels::DeviceInfo> devices;
-  try {
-    devices = kernels::list_devices();
-  } catch (const std::exception& e) {
-    std::printf("SKIPPED: no usable GPU (%s)\n", e.what());
-    return 77;
-  }
-  if (devices.empty()) {
-    std::printf("SKIPPED: no GPU visible\n");
-    return 77;
-  }
-  const kernels::DeviceInfo& d = devices.front();
+  std::optional<kernels::DeviceInfo> gpu0 = first_gpu_or_skip();
+  if (!gpu0) return 77;
+  const kernels::DeviceInfo& d = *gpu0;
   std::printf("GPU 0: %s, %d SMs, %.1f GiB, sm_%d%d, driver %s\n", d.name.c_str(), d.sms,
               static_cast<double>(d.total_memory_bytes) / 1073741824.0, d.compute_capability_major,
               d.compute_capability_minor, d.driver_version.c_str());

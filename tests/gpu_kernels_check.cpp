@@ -7,7 +7,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
-#include <exception>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "kernels/gemm_runner.hpp"
 #include "kernels/layer_kernels.hpp"
 #include "kernels/sm_partition.hpp"
+#include "tests/gpu_test_device.hpp"
 
 namespace {
 
@@ -200,24 +200,15 @@ void check_green_context(int sms) {
 }  // namespace
 
 int main() {
-  std::vector<DeviceInfo> devices;
-  try {
-    devices = list_devices();
-  } catch (const std::exception& e) {
-    std::printf("SKIPPED: no usable GPU (%s)\n", e.what());
-    return 77;
-  }
-  if (devices.empty()) {
-    std::printf("SKIPPED: no GPU visible\n");
-    return 77;
-  }
+  std::optional<DeviceInfo> gpu0 = first_gpu_or_skip();
+  if (!gpu0) return 77;
   try {
     check_rmsnorm();
     check_swiglu();
     check_gather();
     check_gemm(false);
-    if (devices[0].compute_capability_major * 10 + devices[0].compute_capability_minor >= 89) check_gemm(true);
-    check_green_context(devices[0].sms);
+    if (gpu0->compute_capability_major * 10 + gpu0->compute_capability_minor >= 89) check_gemm(true);
+    check_green_context(gpu0->sms);
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;
