@@ -73,6 +73,7 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 
 double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
   const auto& table = dtype == MathDtype::fp8 && !gemm_efficiency_fp8.empty() ? gemm_efficiency_fp8 : gemm_efficiency;
+  if (efficiency_sms > 0 && sms > 0) flops *= static_cast<double>(efficiency_sms) / static_cast<double>(sms);
   double e = 1.0;
   for (const auto& [from, efficiency] : table)
     if (flops >= from) e = efficiency;

@@ -28,6 +28,10 @@ struct GpuSpec {
   std::vector<std::pair<double, double>> gemm_efficiency;
   // The same for fp8 GEMMs (with their scaling) against the fp8 peak; absent: `gemm_efficiency`.
   std::vector<std::pair<double, double>> gemm_efficiency_fp8;
+  // SMs the efficiency tables were measured with (0: all of this GPU's). On a share of a GPU (a green
+  // context) a GEMM of F FLOPs gives each SM the work F × efficiency_sms / sms gives it on the whole
+  // GPU, and fills its waves as well: the lookup scales F so.
+  std::int64_t efficiency_sms = 0;
   // 1 when the profile has no table for the dtype.
   double gemm_efficiency_at(double flops, MathDtype dtype = MathDtype::bf16) const;
   // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.

@@ -229,3 +229,13 @@ TEST_CASE("a measured-run file with a missing or wrong field is refused with its
   std::ofstream(bad) << unknown_device.dump();
   CHECK_THROWS_WITH_AS(compare_measured_run(read_measured_run(bad.string())), doctest::Contains("give --profile"), InputError);
 }
+
+TEST_CASE("a GEMM on a quarter of the SMs is as efficient as one with four times its FLOPs on the whole GPU") {
+  // H800 fp8 table (DeepGEMM): 50.2% below 9·10^11 FLOPs, 62.0% from there. 3·10^11 FLOPs on a 32-SM
+  // green context give each SM the work of 1.24·10^12 on all 132.
+  Job full = scenario("deepseek-v3-2048xh800.json");
+  VirtualRun run = plan_virtual_run(full, {});
+  CHECK(full.cluster.gpu.gemm_efficiency_at(3e11, MathDtype::fp8) == doctest::Approx(0.502));
+  CHECK(run.job.cluster.gpu.gemm_efficiency_at(3e11, MathDtype::fp8) == doctest::Approx(0.620));
+  CHECK(run.job.cluster.gpu.gemm_efficiency_at(2e11, MathDtype::fp8) == doctest::Approx(0.502));  // 8.25·10^11 per full GPU
+}

@@ -90,6 +90,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   const double share = static_cast<double>(sms) / static_cast<double>(gpu_sms);
   g.name = fmt::format("{} ({} of {} SMs)", full.cluster.gpu.name, sms, gpu_sms);
   g.sms = sms;
+  g.efficiency_sms = full.cluster.gpu.efficiency_sms > 0 ? full.cluster.gpu.efficiency_sms : gpu_sms;
   for (auto& [dtype, rate] : g.peak_dense) rate *= share;
   g.hbm_bandwidth *= share;
   g.hbm_capacity /= static_cast<double>(o.stages);

@@ -26,7 +26,8 @@ struct VirtualRunOptions {
 
 // The shrunk job plumb predicts: one node of `stages` "GPUs", each the full GPU's `sms_per_stage`
 // SMs with that share of its dense peak and HBM bandwidth (the bandwidth split evenly is an
-// assumption: when fewer stages are busy each could draw more); pipeline sends as device copies at
+// assumption: when fewer stages are busy each could draw more), its GEMM efficiency looked up by work
+// per SM; pipeline sends as device copies at
 // that share of the copy bandwidth. TP, CP, DP and EP are 1 — a MoE layer keeps the experts one EP
 // rank of the full layout holds and the token copies it receives (balanced routing), so the expert
 // GEMMs have the full job's shapes and no all-to-all runs. No ZeRO, no MTP, attention unfused (the
