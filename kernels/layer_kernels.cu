@@ -79,7 +79,7 @@ __global__ void swiglu_backward_elements(const __nv_bfloat16* gate_up, const __n
 // One block per row: 16-byte chunks of the source row through the index.
 __global__ void gather_rows16(const uint4* in, const std::int32_t* index, uint4* out, std::int64_t rows, std::int64_t chunks) {
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const uint4* src = in + static_cast<std::int64_t>(index[r]) * chunks;
+    const uint4* src = in + static_cast<std::int64_t>(index[r]) % rows * chunks;  // in range whatever the index holds
     for (std::int64_t c = threadIdx.x; c < chunks; c += blockDim.x) out[r * chunks + c] = src[c];
   }
 }

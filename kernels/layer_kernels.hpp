@@ -23,7 +23,7 @@ void swiglu_forward(const __nv_bfloat16* gate_up, __nv_bfloat16* out, std::int64
 void swiglu_backward(const __nv_bfloat16* gate_up, const __nv_bfloat16* dout, __nv_bfloat16* dgate_up, std::int64_t rows,
                      std::int64_t cols, cudaStream_t stream);
 
-// out[i] = in[index[i]] for `rows` rows of `cols` (dispatch order ↔ token order).
+// out[i] = in[index[i] mod rows] for `rows` rows of `cols` (dispatch order ↔ token order).
 void gather_rows(const __nv_bfloat16* in, const std::int32_t* index, __nv_bfloat16* out, std::int64_t rows, std::int64_t cols,
                  cudaStream_t stream);
 

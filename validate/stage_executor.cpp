@@ -107,7 +107,8 @@ class Executor {
       if (op.rank != r) continue;
       for (const KernelStep* k : run_.kernels(run_.schedule.ops[static_cast<std::size_t>(r)][static_cast<std::size_t>(op.index)])) z.add(*k);
     }
-    z.x = std::max({z.x, std::min(align16(run_.send_bytes), kStreamBuffer)});
+    z.x = std::max({z.x, std::min(align16(run_.send_bytes), kStreamBuffer),
+                    std::min(align16(run_.optimizer_bytes[static_cast<std::size_t>(r)] / 2), kStreamBuffer)});
     RankBuffers b;
     auto make = [](std::size_t bytes) { return std::make_unique<DeviceBuffer>(bytes); };
     b.a = make(z.a);
