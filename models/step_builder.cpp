@@ -169,7 +169,7 @@ class StepOps final : public PipelineHooks {
     std::vector<sim::TaskId> background(passes.size(), sim::kNoTask);
     for (std::size_t p = 0; p < passes.size(); ++p)
       if (passes[p].first->background > 0) {
-        background[p] = comm_task(rank, st.dp, passes[p].second + " ZeRO-3 gather/scatter", passes[p].first->background, CommKind::dp);
+        background[p] = comm_task(rank, st.dp, passes[p].second + " ZeRO shard gather/scatter", passes[p].first->background, CommKind::dp);
         out_.graph.add_dependency(entry[p], background[p]);
         site(rank, CommKind::dp, entry[p], background[p]);
       }

@@ -390,14 +390,25 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     }
     const StageParams& held = params[static_cast<std::size_t>(sp.index)];
     const double grads = t.optimizer.grads, weights = 2.0;  // parameters are gathered in bf16
+    if (p.zero >= 2) {
+      // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
+      // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
+      // reduction is required after every backward because of gradient partitioning", DeepSpeed
+      // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
+      // carries it: the full backward, or a zero-bubble schedule's W half.
+      const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
+      s.backward.background += scatter;
+      s.weight_grad.background += scatter;
+    }
     if (p.zero >= 3) {
-      // Every pass gathers the stage's weights; the backward also scatters its gradients.
-      double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-      double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
-      s.forward.background = gather;
-      s.input_grad.background = s.backward.background = gather + scatter;
+      // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
+      const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+      s.forward.background += gather;
+      s.input_grad.background += gather;
+      s.backward.background += gather;
     } else {
-      s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
+      if (p.zero <= 1)  // the accumulated gradients, once per step
+        s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
       if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
     }
     double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;

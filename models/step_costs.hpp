@@ -30,8 +30,9 @@ struct Segment {
 
 struct Pass {
   std::vector<Segment> segments;
-  // ZeRO-3's parameter gathers (and, in backward, gradient scatters): issued when the pass starts,
-  // prefetched layer by layer, and waited for at its end. Kind dp.
+  // ZeRO's per-micro-batch traffic: stage 3's parameter gathers, and stages 2 and 3's gradient
+  // reduce-scatters in the passes that make weight gradients; issued when the pass starts, bucketed
+  // layer by layer beside it, and waited for at its end. Kind dp.
   double background = 0;
 
   double compute() const;

@@ -278,6 +278,31 @@ TEST_CASE("context parallelism and ZeRO-3 add their communication where it belon
   CHECK(simulate_step(z3, d).step_time > 0);
 }
 
+TEST_CASE("ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-1 the accumulated ones once") {
+  // DeepSpeed keeps only a rank's shard of the accumulated gradients under stage 2, so it reduces
+  // after every backward (deepspeedai/DeepSpeed#2252): the same bytes as ZeRO-1's one reduction, m times.
+  Job z1 = scenario("deepseek-v3-2048xh800.json");
+  Job z2 = scenario("deepseek-v3-2048xh800.json", {"parallel.zero=2"});
+  StepCosts a = step_costs(z1), b = step_costs(z2);
+  const StageCost &one = a.stages[5], &two = b.stages[5];
+  CHECK(one.grad_sync > 0);
+  CHECK(one.backward.background == 0);
+  CHECK(two.grad_sync == 0);
+  CHECK(relative(two.backward.background, one.grad_sync) < 1e-9);  // per micro-batch
+  CHECK(relative(two.param_gather, one.param_gather) < 1e-9);      // updated weights, once per step
+  CHECK(two.forward.background == 0);
+  // 120 micro-batches: the per-micro-batch reductions share the NIC with the all-to-alls.
+  CHECK(simulate_step(z2, b).step_time > simulate_step(z1, a).step_time);
+  // Zero-bubble schedules make the weight gradients in their W half: the reduction rides there.
+  StepCosts zb = step_costs(scenario("deepseek-v3-2048xh800.json", {"parallel.zero=2", "parallel.schedule=zb-h1"}));
+  CHECK(zb.stages[5].weight_grad.background > 0);
+  CHECK(zb.stages[5].input_grad.background == 0);
+  // ZeRO-3 the same, and gathers the weights for every pass that uses them (not W).
+  StepCosts z3 = step_costs(scenario("deepseek-v3-2048xh800.json", {"parallel.zero=3", "parallel.schedule=zb-h1"}));
+  CHECK(z3.stages[5].input_grad.background > 0);
+  CHECK(relative(z3.stages[5].weight_grad.background, zb.stages[5].weight_grad.background) < 1e-9);
+}
+
 TEST_CASE("failures: Llama 3's interruption rate, Young's interval and the goodput Meta reports") {
   Job job = scenario("llama3-405b-16k-h100.json");
   Resilience f = resilience_of(job);
