@@ -43,6 +43,14 @@ double Pass::span() const {
   return std::max(s, background);
 }
 
+double Pass::port_load(const std::array<bool, kCommKinds>& network) const {
+  auto crosses = [&](CommKind k) { return network[static_cast<std::size_t>(k)]; };
+  double s = crosses(CommKind::dp) ? background : 0.0;
+  for (const Segment& g : segments)
+    if (crosses(g.kind)) s += g.comm;
+  return s;
+}
+
 void Pass::add_compute(double seconds) {
   if (seconds <= 0) return;
   if (!segments.empty() && segments.back().comm == 0 && !segments.back().overlapped)
@@ -78,7 +86,7 @@ void Pass::append(const Pass& other) {
   background += other.background;
 }
 
-double interleaved_span(const Pass& a, const Pass& b) {
+double interleaved_span(const Pass& a, const Pass& b, const std::array<bool, kCommKinds>& network) {
   // In-order compute and communication streams; segment i of a pass waits for segment i−1's
   // communication. Both streams take segments by (position, pass), which can never deadlock.
   std::array<const Pass*, 2> passes{&a, &b};
@@ -100,7 +108,7 @@ double interleaved_span(const Pass& a, const Pass& b) {
         ready[p] = compute_end;
       }
     }
-  return std::max({ready[0], ready[1], a.background, b.background});
+  return std::max({ready[0], ready[1], a.background, b.background, a.port_load(network) + b.port_load(network)});
 }
 
 double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
@@ -421,7 +429,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
       std::vector<std::int64_t> held = stages_of_rank(p.schedule, r, p.pp, p.vp);
       for (std::size_t i = 0; i < held.size(); ++i) {
         StageCost& f = out.stages[static_cast<std::size_t>(held[i])];
-        f.fb_overlap = interleaved_span(f.forward, out.stages[static_cast<std::size_t>(held[held.size() - 1 - i])].backward);
+        f.fb_overlap = interleaved_span(f.forward, out.stages[static_cast<std::size_t>(held[held.size() - 1 - i])].backward, out.network);
       }
     }
   return out;

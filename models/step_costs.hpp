@@ -38,6 +38,11 @@ struct Pass {
   double compute() const;
   double comm(CommKind k) const;
   double span() const;  // run alone: the segments one after another, and at least the background
+  // What the pass puts through the GPU's network port: its communication of the kinds that cross
+  // nodes (`network`), the background included when data parallelism crosses them.
+  double port_load(const std::array<bool, kCommKinds>& network) const;
+  // span(), and at least the port load: the background shares the port with the pass's own traffic.
+  double span(const std::array<bool, kCommKinds>& network) const { return std::max(span(), port_load(network)); }
   // Appends compute (merged into the last segment when that one has no communication yet).
   void add_compute(double seconds);
   void add_comm(double seconds, CommKind kind);
@@ -86,7 +91,7 @@ bool recomputed(const LayerOp& op, const Recompute& r);
 
 // Two passes interleaved segment by segment on one compute stream and one communication stream, as
 // DualPipe overlaps a forward with a backward chunk (each one's communication hides under the other's
-// compute). Returns the makespan without SM sharing.
-double interleaved_span(const Pass& a, const Pass& b);
+// compute). Returns the makespan without SM sharing, and at least both passes' port load.
+double interleaved_span(const Pass& a, const Pass& b, const std::array<bool, kCommKinds>& network = {});
 
 }  // namespace plumb

@@ -21,10 +21,10 @@ Chunk chunk_of(const StepCosts& c, const std::vector<std::int64_t>& stages) {
   Chunk k;
   for (std::int64_t s : stages) {
     const StageCost& sc = c.stages[static_cast<std::size_t>(s)];
-    k.f += sc.forward.span();
-    k.b += sc.backward.span();
-    k.bi += sc.input_grad.span();
-    k.w += sc.weight_grad.span();
+    k.f += sc.forward.span(c.network);
+    k.b += sc.backward.span(c.network);
+    k.bi += sc.input_grad.span(c.network);
+    k.w += sc.weight_grad.span(c.network);
   }
   double n = static_cast<double>(stages.size());
   k.f /= n, k.b /= n, k.bi /= n, k.w /= n;
@@ -109,7 +109,7 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
           const StageCost& a = c.stages[static_cast<std::size_t>(st[i])];
           const StageCost& other = c.stages[static_cast<std::size_t>(st[st.size() - 1 - i])];
           double compute = a.forward.compute() + other.backward.compute();
-          double comm = a.forward.span() + other.backward.span() - compute;
+          double comm = a.forward.span(c.network) + other.backward.span(c.network) - compute;
           fb += std::max(a.fb_overlap, compute + sm_penalty(std::min(comm, compute), c)) / static_cast<double>(st.size());
         }
         fb_worst = std::max(fb_worst, fb);
@@ -126,10 +126,10 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
       // through stages n − 2 … 1 (and, in the V, on to stage 0 on rank 0 again).
       const std::size_t last = c.stages.size() - 1;
       double down = 0, up = 0;
-      for (std::size_t s = 0; s < last; ++s) down += c.stages[s].forward.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
+      for (std::size_t s = 0; s < last; ++s) down += c.stages[s].forward.span(c.network) + (c.stages[s].p2p_in_passes ? 0 : p2p);
       for (std::size_t s = p.schedule == ScheduleKind::dualpipe ? 1 : 0; s < last; ++s)
-        up += c.stages[s].input_grad.span() + (c.stages[s].p2p_in_passes ? 0 : p2p);
-      const double warm = (n - 2) * c.stages.front().forward.span();
+        up += c.stages[s].input_grad.span(c.network) + (c.stages[s].p2p_in_passes ? 0 : p2p);
+      const double warm = (n - 2) * c.stages.front().forward.span(c.network);
       e.pipeline = std::max(e.pipeline, std::max(down, warm) + (busy0 - warm) + up);
       break;
     }

@@ -303,6 +303,21 @@ TEST_CASE("ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-1 the accu
   CHECK(relative(z3.stages[5].weight_grad.background, zb.stages[5].weight_grad.background) < 1e-9);
 }
 
+TEST_CASE("a pass's background reduction and its own all-to-all share the network port in the estimate") {
+  Pass p;
+  p.add_compute(0.2);
+  p.add_comm(0.5, CommKind::ep);
+  p.background = 1.0;  // ZeRO-2's reduce-scatter of this micro-batch's gradients
+  std::array<bool, kCommKinds> network{};
+  CHECK(p.span() == doctest::Approx(1.0));
+  CHECK(p.span(network) == doctest::Approx(1.0));  // nothing crosses nodes: no sharing
+  network[static_cast<std::size_t>(CommKind::ep)] = network[static_cast<std::size_t>(CommKind::dp)] = true;
+  CHECK(p.port_load(network) == doctest::Approx(1.5));
+  CHECK(p.span(network) == doctest::Approx(1.5));
+  Pass q = p;
+  CHECK(interleaved_span(p, q, network) == doctest::Approx(3.0));  // DualPipe's pair: both through one port
+}
+
 TEST_CASE("failures: Llama 3's interruption rate, Young's interval and the goodput Meta reports") {
   Job job = scenario("llama3-405b-16k-h100.json");
   Resilience f = resilience_of(job);
