@@ -10,15 +10,10 @@
 #include <memory>
 #include <tuple>
 
+#include "kernels/gemm_call.hpp"
+
 namespace plumb::kernels {
 
-struct GemmCall {
-  std::int64_t m = 0, n = 0, k = 0, batch = 1;
-  bool fp8 = false;
-  std::size_t a_bytes() const { return static_cast<std::size_t>(m * k * batch) * (fp8 ? 1 : 2); }
-  std::size_t b_bytes() const { return static_cast<std::size_t>(k * n * batch) * (fp8 ? 1 : 2); }
-  std::size_t c_bytes() const { return static_cast<std::size_t>(m * n * batch) * 2; }
-};
 
 class GemmRunner {
  public:

@@ -93,7 +93,7 @@ TEST_CASE("the executor's GEMMs do the FLOPs plumb costs, pass by pass, recomput
     const Job& j = run.job;
     OpContext c = op_context(j);
     for (const StagePlan& s : stage_plans(j)) {
-      INFO(file << " stage " << s.index);
+      INFO(std::string(file) << " stage " << s.index);
       PassFlops want;
       double recompute = 0;
       auto add = [&](const std::vector<LayerOp>& ops, bool transformer) {
@@ -238,4 +238,39 @@ TEST_CASE("a GEMM on a quarter of the SMs is as efficient as one with four times
   CHECK(full.cluster.gpu.gemm_efficiency_at(3e11, MathDtype::fp8) == doctest::Approx(0.502));
   CHECK(run.job.cluster.gpu.gemm_efficiency_at(3e11, MathDtype::fp8) == doctest::Approx(0.620));
   CHECK(run.job.cluster.gpu.gemm_efficiency_at(2e11, MathDtype::fp8) == doctest::Approx(0.502));  // 8.25·10^11 per full GPU
+}
+
+TEST_CASE("every kernel, send and optimizer pass of a rank fits the buffers planned for it") {
+  for (const char* file : {"deepseek-v3-2048xh800.json", "gpt3-175b-megatron.json", "llama3-405b-16k-h100.json", "mixtral-8x7b-256xh100.json"}) {
+    VirtualRun run = plan_virtual_run(scenario(file), {});
+    double total = 0;
+    for (std::int32_t r = 0; r < static_cast<std::int32_t>(run.job.layout.pp); ++r) {
+      INFO(std::string(file) << " rank " << r);
+      const BufferPlan z = plan_buffers(run, r);
+      auto chunk = [](double bytes) { return std::min(stream_copy_bytes(bytes), kStreamBuffer); };
+      for (const RunOp& op : run.order) {
+        if (op.rank != r) continue;
+        for (const KernelStep* k : run.kernels(run.schedule.ops[static_cast<std::size_t>(r)][static_cast<std::size_t>(op.index)])) {
+          switch (k->kind) {
+            case KernelKind::gemm:
+              CHECK(k->gemm().a_bytes() <= (k->fp8 ? z.a8 : z.a));
+              CHECK(k->gemm().b_bytes() <= (k->fp8 ? z.b8 : z.b));
+              CHECK(k->gemm().c_bytes() <= z.c);
+              break;
+            case KernelKind::stream: CHECK(chunk(k->bytes) <= z.x); break;
+            default:
+              CHECK(static_cast<std::size_t>(k->rows * k->cols * 2 * (k->kind == KernelKind::swiglu ? 2 : 1)) <= z.x);
+              CHECK(static_cast<std::size_t>(k->cols) <= z.cols);
+              CHECK(static_cast<std::size_t>(k->rows) <= z.rows);
+          }
+        }
+      }
+      CHECK(chunk(2 * run.send_bytes) <= z.inbox);
+      CHECK(chunk(run.optimizer_bytes[static_cast<std::size_t>(r)]) <= z.x);
+      total += static_cast<double>(z.total());
+    }
+    // The default run of every bundled scenario fits an 80 GB H100 (plumb-validate run refuses above 95%).
+    INFO(std::string(file) << ": " << total / (1ull << 30) << " GiB");
+    CHECK(total < 0.9 * 80.0 * (1ull << 30));
+  }
 }

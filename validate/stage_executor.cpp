@@ -21,34 +21,10 @@ using kernels::DeviceBuffer;
 // How long the launcher holds every rank back at a step's start while the host queues the first ops.
 constexpr int kHoldMicroseconds = 2000;
 
-// Streaming kernels copy through buffers of at most this size (ten times a Hopper L2, so every pass
-// comes from HBM); unfused attention's softmax moves tens of GB per micro-batch.
-constexpr std::size_t kStreamBuffer = std::size_t{512} << 20;
-
-std::size_t align16(double bytes) { return static_cast<std::size_t>(std::max(16.0, bytes)) / 16 * 16; }
-
-// What one rank's kernels need: GEMM operands (bf16 and fp8), two activation buffers, norm weights,
-// row statistics, a gather index, and an inbox for the activations the previous stage sends.
+// The device buffers of one rank, as plan_buffers sizes them.
 struct RankBuffers {
   std::unique_ptr<DeviceBuffer> a, b, a8, b8, c, x, y, w, rstd, index, inbox;
   std::int64_t index_rows = 1;
-};
-
-struct Sizes {
-  std::size_t a = 16, b = 16, a8 = 16, b8 = 16, c = 16, x = 16, cols = 16, rows = 1;
-  void add(const KernelStep& k) {
-    if (k.kind == KernelKind::gemm) {
-      kernels::GemmCall g{k.m, k.n, k.k, k.batch, k.fp8};
-      (k.fp8 ? a8 : a) = std::max(k.fp8 ? a8 : a, g.a_bytes());
-      (k.fp8 ? b8 : b) = std::max(k.fp8 ? b8 : b, g.b_bytes());
-      c = std::max(c, g.c_bytes());
-      return;
-    }
-    x = std::max(x, std::min(align16(k.bytes / 2), kStreamBuffer));  // longer copies loop over the buffer
-    x = std::max(x, static_cast<std::size_t>(k.rows * k.cols * 2 * 2));  // SwiGLU's gate and up halves
-    cols = std::max(cols, static_cast<std::size_t>(k.cols));
-    rows = std::max(rows, static_cast<std::size_t>(k.rows));
-  }
 };
 
 class Executor {
@@ -102,13 +78,7 @@ class Executor {
 
  private:
   RankBuffers allocate(int r) {
-    Sizes z;
-    for (const RunOp& op : run_.order) {
-      if (op.rank != r) continue;
-      for (const KernelStep* k : run_.kernels(run_.schedule.ops[static_cast<std::size_t>(r)][static_cast<std::size_t>(op.index)])) z.add(*k);
-    }
-    z.x = std::max({z.x, std::min(align16(run_.send_bytes), kStreamBuffer),
-                    std::min(align16(run_.optimizer_bytes[static_cast<std::size_t>(r)] / 2), kStreamBuffer)});
+    const BufferPlan z = plan_buffers(run_, r);
     RankBuffers b;
     auto make = [](std::size_t bytes) { return std::make_unique<DeviceBuffer>(bytes); };
     b.a = make(z.a);
@@ -121,7 +91,7 @@ class Executor {
     b.w = make(z.cols * 2);
     b.rstd = make(z.rows * 4);
     b.index = make(z.rows * 4);
-    b.inbox = make(std::min(align16(run_.send_bytes), kStreamBuffer));
+    b.inbox = make(z.inbox);
     b.index_rows = static_cast<std::int64_t>(z.rows);
     const auto seed = static_cast<std::uint32_t>(100 * r);
     using kernels::Element;
@@ -162,7 +132,7 @@ class Executor {
         kernels::gather_rows(bf(b.x), static_cast<const std::int32_t*>(b.index->p), bf(b.y), std::min(k.rows, b.index_rows), k.cols, s);
         break;
       case KernelKind::stream:
-        copy(r, b.x->p, b.y->p, align16(k.bytes / 2));
+        copy(r, b.x->p, b.y->p, stream_copy_bytes(k.bytes));
         break;
     }
   }
@@ -222,7 +192,7 @@ class Executor {
       // The activations (or their gradient) to the neighbouring stage's rank, as a device copy.
       for (int c = 0; c < op.sends; ++c)
         copy(r, buffers_[static_cast<std::size_t>(r)].y->p, buffers_[static_cast<std::size_t>((r + 1) % ranks_)].inbox->p,
-             align16(run_.send_bytes));
+             stream_copy_bytes(2.0 * run_.send_bytes));
       record(end, r);
       op_events_[i] = {begin, end};
     }
@@ -231,7 +201,7 @@ class Executor {
     for (int r = 0; r < ranks_; ++r) {
       part_.enter(r);
       const RankBuffers& b = buffers_[static_cast<std::size_t>(r)];
-      copy(r, b.x->p, b.y->p, align16(run_.optimizer_bytes[static_cast<std::size_t>(r)] / 2));
+      copy(r, b.x->p, b.y->p, stream_copy_bytes(run_.optimizer_bytes[static_cast<std::size_t>(r)]));
       finish_.push_back(event(r));
       record(finish_.back(), r);
     }

@@ -168,6 +168,15 @@ int run(const Args& args) {
   std::cerr << fmt::format("{}: {} ranks × {} SMs, {} stages of {} layer(s), {} micro-batches, {} ops and {} kernels per step\n",
                            device.name, plan.job.layout.pp, plan.job.cluster.gpu.sms, plan.job.layout.stages(), o.layers_per_stage,
                            plan.job.microbatches(), plan.order.size(), kernels_per_step);
+  double need = 0;
+  for (std::int32_t r = 0; r < static_cast<std::int32_t>(plan.job.layout.pp); ++r)
+    need += static_cast<double>(plan_buffers(plan, r).total()) + 32.0 * (1 << 20);  // and each rank's GEMM workspace
+  std::cerr << fmt::format("device memory planned: {:.1f} GiB of {:.1f} GiB\n", need / (1 << 30),
+                           static_cast<double>(device.total_memory_bytes) / (1 << 30));
+  if (need > 0.95 * static_cast<double>(device.total_memory_bytes))
+    throw std::runtime_error(fmt::format("the run needs {:.1f} GiB of the GPU's {:.1f} GiB: give fewer --stages, or a shorter "
+                                         "--set training.seq_len (unfused attention keeps each stage's score matrix)",
+                                         need / (1 << 30), static_cast<double>(device.total_memory_bytes) / (1 << 30)));
   ExecutorOptions e;
   e.timed_steps = static_cast<int>(args.integer("--steps", 3, 1, 1000));
   e.kernel_times = !args.flag("--no-kernel-times");

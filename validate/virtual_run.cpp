@@ -353,6 +353,36 @@ std::vector<RunOp> enqueue_order(const PipelineSchedule& schedule) {
   return order;
 }
 
+std::size_t stream_copy_bytes(double bytes) { return static_cast<std::size_t>(std::max(16.0, bytes / 2)) / 16 * 16; }
+
+BufferPlan plan_buffers(const VirtualRun& run, std::int32_t rank) {
+  BufferPlan z;
+  auto streamed = [&](double bytes) { z.x = std::max(z.x, std::min(stream_copy_bytes(bytes), kStreamBuffer)); };
+  for (const RunOp& op : run.order) {
+    if (op.rank != rank) continue;
+    const PipeOp& p = run.schedule.ops[static_cast<std::size_t>(rank)][static_cast<std::size_t>(op.index)];
+    for (const KernelStep* k : run.kernels(p)) {
+      if (k->kind == KernelKind::gemm) {
+        const kernels::GemmCall g = k->gemm();
+        (k->fp8 ? z.a8 : z.a) = std::max(k->fp8 ? z.a8 : z.a, g.a_bytes());
+        (k->fp8 ? z.b8 : z.b) = std::max(k->fp8 ? z.b8 : z.b, g.b_bytes());
+        z.c = std::max(z.c, g.c_bytes());
+      } else if (k->kind == KernelKind::stream) {
+        streamed(k->bytes);
+      } else {
+        // RMSNorm reads rows × cols, SwiGLU its gate and up halves (2 × cols), gathers rows × cols.
+        z.x = std::max(z.x, static_cast<std::size_t>(k->rows * k->cols * 2 * (k->kind == KernelKind::swiglu ? 2 : 1)));
+        z.cols = std::max(z.cols, static_cast<std::size_t>(k->cols));
+        z.rows = std::max(z.rows, static_cast<std::size_t>(k->rows));
+      }
+    }
+  }
+  streamed(2.0 * run.send_bytes);  // a send copies its payload once
+  streamed(run.optimizer_bytes[static_cast<std::size_t>(rank)]);
+  z.inbox = std::min(stream_copy_bytes(2.0 * run.send_bytes), kStreamBuffer);
+  return z;
+}
+
 Json virtual_options_json(const VirtualRunOptions& o) {
   return {{"stages", o.stages},
           {"layers_per_stage", o.layers_per_stage},

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm_call.hpp"
 #include "models/flops.hpp"
 #include "models/job.hpp"
 #include "models/json_reader.hpp"
@@ -47,6 +48,7 @@ struct KernelStep {
   std::int64_t rows = 0, cols = 0;
   double bytes = 0;
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
+  kernels::GemmCall gemm() const { return {m, n, k, batch, fp8}; }
 };
 
 // One schedule op as the executor enqueues it, with the ops on other ranks it waits for.
@@ -74,6 +76,22 @@ struct VirtualRun {
 };
 
 VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options);
+
+// Streaming copies go through buffers of at most this size (ten times a Hopper L2, so every pass
+// comes from HBM); a longer copy loops over them (unfused attention's softmax moves tens of GB).
+inline constexpr std::size_t kStreamBuffer = std::size_t{512} << 20;
+// Bytes a streaming copy reads (and writes) to move `bytes` in all: half, in whole 16-byte words.
+std::size_t stream_copy_bytes(double bytes);
+
+// The device buffers one rank's kernels use, in bytes: GEMM operands (bf16 and fp8) and output; two
+// activation buffers for the memory-bound kernels, sends and the optimizer pass; norm weights (`cols`
+// elements); row statistics and the gather index (`rows`); the inbox a send lands in.
+struct BufferPlan {
+  std::size_t a = 16, b = 16, a8 = 16, b8 = 16, c = 16, x = 16, inbox = 16;
+  std::size_t cols = 16, rows = 1;
+  std::size_t total() const { return a + b + a8 + b8 + c + 2 * x + inbox + 2 * cols + 8 * rows; }
+};
+BufferPlan plan_buffers(const VirtualRun& run, std::int32_t rank);
 
 // Every op of the schedule, each after the ops on other ranks it waits for: a forward needs the
 // previous stage's forward of its micro-batch; a backward (or its input-gradient half) the next
