@@ -100,9 +100,22 @@ std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcom
                        is_pareto(o, i) ? "P" : "", r.layout, width, r.gpus, r.gpu, gpu_width, r.step_time, r.simulated ? "" : "*",
                        r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.peak_bytes), r.days_with_failures, r.gpu_hours, r.cost_usd);
   }
-  if (auto rank = scenario_rank(base, o))
+  if (auto rank = scenario_rank(base, o)) {
     out += fmt::format("\nthe scenario's own layout ({}) ranks #{} of {}\n", describe_layout(base), *rank, o.ranked.size());
-  else
+    const PlanResult &own = o.ranked[*rank - 1], &best = o.ranked.front();
+    if (*rank > 1 && own.simulated && best.simulated) {
+      // Where the time goes in each, per step and mean over pipeline ranks, from the simulation.
+      out += fmt::format("  per step, its s (the best's): {:.3f} ({:.3f}) = compute {:.2f} ({:.2f}) + idle {:.2f} ({:.2f}) + exposed",
+                         own.step_time, best.step_time, own.compute, best.compute, own.idle, best.idle);
+      const char* sep = " ";
+      for (std::size_t k = 0; k < kCommKinds; ++k)
+        if (own.exposed[k] > 0 || best.exposed[k] > 0) {
+          out += fmt::format("{}{} {:.2f} ({:.2f})", sep, comm_kind_name(static_cast<CommKind>(k)), own.exposed[k], best.exposed[k]);
+          sep = ", ";
+        }
+      out += "\n";
+    }
+  } else
     out += fmt::format("\nthe scenario's own layout ({}) is not among the feasible layouts of this space\n", describe_layout(base));
   return out;
 }

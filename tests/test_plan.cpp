@@ -56,6 +56,14 @@ TEST_CASE("on 2048 H800 the planner's best DeepSeek-V3 layout is at least as fas
   // What the planner prefers, and why (README): fewer nodes per EP group (EP16 over EP64) send less of
   // the dispatch and combine over InfiniBand, which the model finds to be the bottleneck.
   CHECK(o.ranked.front().layout.find("EP64") == std::string::npos);
+  // The table says where the published layout's time goes beside the best's: compute, idle and
+  // exposed communication add up to each one's step.
+  if (published.simulated && *rank > 1) {
+    CHECK(plan_table(base, space, o, 3).find("per step, its s (the best's)") != std::string::npos);
+    double parts = published.compute + published.idle;
+    for (double e : published.exposed) parts += e;
+    CHECK(parts == doctest::Approx(published.step_time).epsilon(1e-6));
+  }
 }
 
 TEST_CASE("the ranking is the same whatever the thread count, and shards merge into the single run") {
