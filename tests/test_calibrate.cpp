@@ -10,6 +10,7 @@
 #include "models/collective.hpp"
 #include "validate/bench_plan.hpp"
 #include "validate/calibrate.hpp"
+#include "validate/nccl_tests_log.hpp"
 
 using namespace plumb;
 
@@ -53,6 +54,30 @@ TEST_CASE("an nccl-tests log is read row by row, with the collective from its he
   CHECK(synthetic.nodes == 2);
   CHECK(synthetic.device == "NVIDIA H100 80GB HBM3");
   CHECK(synthetic.rows.size() == 7);
+}
+
+TEST_CASE("plumb-validate collectives writes logs that read back as the nccl-tests logs they imitate") {
+  // 8 GPUs of one node; an all-gather and an all-reduce at three sizes.
+  std::vector<std::string> devices(8, "NVIDIA H100 80GB HBM3");
+  std::vector<NcclTestsRow> rows;
+  for (double bytes : {1048576.0, 67108864.0, 1073741824.0}) rows.push_back({bytes, bytes / 350e9 + 20e-6, 0, 0, bytes / 340e9 + 20e-6});
+  for (CollectiveOp op : {CollectiveOp::all_gather, CollectiveOp::all_reduce, CollectiveOp::all_to_all}) {
+    std::string text = nccl_tests_log_text(op, "node7", devices, rows);
+    NcclTestsLog log = parse_nccl_tests_log(text, "written.log");
+    CHECK(log.op == op);
+    CHECK(log.op_source == "the log's header");
+    CHECK(log.ranks == 8);
+    CHECK(log.nodes == 1);
+    CHECK(log.device == "NVIDIA H100 80GB HBM3");
+    REQUIRE(log.rows.size() == rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CHECK(log.rows[i].bytes == rows[i].bytes);
+      CHECK(relative(log.rows[i].time_s, rows[i].time_s) < 1e-3);  // printed in µs to two decimals
+      CHECK(relative(log.rows[i].busbw, log.rows[i].algbw * nccl_tests_bus_factor(op, 8)) < 1e-2);
+    }
+  }
+  CHECK(nccl_tests_bus_factor(CollectiveOp::all_reduce, 8) == doctest::Approx(1.75));
+  CHECK(nccl_tests_bus_factor(CollectiveOp::reduce_scatter, 8) == doctest::Approx(0.875));
 }
 
 TEST_CASE("a log that is not nccl-tests output is refused with the file and line") {

@@ -28,12 +28,16 @@ std::optional<double> number(const std::string& w) {
   return std::nullopt;
 }
 
-std::optional<CollectiveOp> op_of_binary(const std::string& name) {
-  static const std::vector<std::pair<std::string, CollectiveOp>> binaries{
+const std::vector<std::pair<std::string, CollectiveOp>>& binaries() {
+  static const std::vector<std::pair<std::string, CollectiveOp>> list{
       {"all_reduce", CollectiveOp::all_reduce}, {"reduce_scatter", CollectiveOp::reduce_scatter},
       {"all_gather", CollectiveOp::all_gather}, {"alltoall", CollectiveOp::all_to_all},
       {"broadcast", CollectiveOp::broadcast},   {"sendrecv", CollectiveOp::send_recv}};
-  for (const auto& [prefix, op] : binaries)
+  return list;
+}
+
+std::optional<CollectiveOp> op_of_binary(const std::string& name) {
+  for (const auto& [prefix, op] : binaries())
     if (name.rfind(prefix, 0) == 0) return op;
   return std::nullopt;
 }
@@ -115,6 +119,43 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
   }
   log.op_source = fmt::format("busbw/algbw = {:.3f} with {} ranks", ratio, log.ranks);
   return log;
+}
+
+double nccl_tests_bus_factor(CollectiveOp op, std::int64_t ranks) {
+  const double n = static_cast<double>(std::max<std::int64_t>(1, ranks));
+  switch (op) {
+    case CollectiveOp::all_reduce: return 2 * (n - 1) / n;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+std::string nccl_tests_binary(CollectiveOp op) {
+  for (const auto& [prefix, o] : binaries())
+    if (o == op) return prefix + "_perf";
+  throw std::invalid_argument("nccl-tests has no binary for this collective");
+}
+
+std::string nccl_tests_log_text(CollectiveOp op, const std::string& host, const std::vector<std::string>& devices,
+                                const std::vector<NcclTestsRow>& rows) {
+  const auto ranks = static_cast<std::int64_t>(devices.size());
+  std::string out = fmt::format("# Collective test starting: {}\n# plumb-validate collectives: one process, {} GPUs\n#\n",
+                                nccl_tests_binary(op), ranks);
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    out += fmt::format("#  Rank {:2} Group  0 Pid 0 on {} device {:2} [0x00] {}\n", r, host, r, devices[r]);
+  out += "#\n#                                                              out-of-place                       in-place\n";
+  out += "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n";
+  const bool reduces = op == CollectiveOp::all_reduce || op == CollectiveOp::reduce_scatter;
+  const double factor = nccl_tests_bus_factor(op, ranks);
+  for (const NcclTestsRow& r : rows) {
+    auto bw = [&](double seconds) { return seconds > 0 ? r.bytes / seconds / 1e9 : 0.0; };
+    out += fmt::format("{:>12.0f} {:>13.0f} {:>9} {:>7} {:>7} {:>8.2f} {:>7.2f} {:>7.2f} {:>6} {:>8.2f} {:>7.2f} {:>7.2f} {:>6}\n", r.bytes,
+                       r.bytes / 4, "float", reduces ? "sum" : "none", -1, r.time_s * 1e6, bw(r.time_s), bw(r.time_s) * factor, 0,
+                       r.in_place_time_s * 1e6, bw(r.in_place_time_s), bw(r.in_place_time_s) * factor, 0);
+  }
+  return out;
 }
 
 }  // namespace plumb

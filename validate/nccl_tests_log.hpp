@@ -31,4 +31,17 @@ struct NcclTestsLog {
 // Throws InputError naming the file and line on anything it cannot read.
 NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& file);
 
+// nccl-tests' bus-bandwidth factor for `ranks`: 2(n−1)/n for all-reduce, (n−1)/n for all-gather,
+// reduce-scatter and all-to-all, 1 otherwise.
+double nccl_tests_bus_factor(CollectiveOp op, std::int64_t ranks);
+// The binary nccl-tests runs for `op` ("all_reduce_perf"); throws std::invalid_argument for ops it has none for.
+std::string nccl_tests_binary(CollectiveOp op);
+
+// A log as nccl-tests prints it — header, one "# Rank … on HOST device …" line per rank, a result row
+// per size (float data, out-of-place and in-place columns) — for rows measured by plumb-validate
+// collectives, so that plumb calibrate --nccl-tests reads them like the users' own logs.
+// `rows` need bytes and time_s (and in_place_time_s); algbw and busbw are computed.
+std::string nccl_tests_log_text(CollectiveOp op, const std::string& host, const std::vector<std::string>& devices,
+                                const std::vector<NcclTestsRow>& rows);
+
 }  // namespace plumb

@@ -1,7 +1,11 @@
 // plumb-validate: measurements on the GPU at hand, for `plumb calibrate` and `plumb compare`.
 //   plumb-validate bench [--scenario S] [--set k=v ...] [--quick] [--no-sweep] [--reps N] --out F
 //   plumb-validate run SCENARIO [--stages K] [--layers-per-stage L] [--micro-batches M] ... --out F
+//   plumb-validate collectives [--op OP|all] [--min BYTES] [--max BYTES] [--iters N] --out-dir DIR
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <unistd.h>
 #include <ctime>
 #include <fmt/format.h>
 #include <fstream>
@@ -11,11 +15,13 @@
 #include "kernels/device_info.hpp"
 #include "kernels/gemm_bench.hpp"
 #include "kernels/memory_bench.hpp"
+#include "kernels/nccl_bench.hpp"
 #include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
 #include "validate/bench_plan.hpp"
 #include "validate/device_profile.hpp"
 #include "validate/measured_run.hpp"
+#include "validate/nccl_tests_log.hpp"
 #include "validate/stage_executor.hpp"
 #include "validate/virtual_run.hpp"
 
@@ -65,6 +71,22 @@ const CommandSpec kRun{
      {"--no-kernel-times", "", "time ops only, not each kernel"},
      {"--out", "FILE", "where the measured run goes"},
      {"--trace", "FILE", "the median step's timeline as a Chrome trace (Perfetto)"}}};
+
+const CommandSpec kCollectives{
+    "collectives",
+    "plumb-validate collectives [--op all_reduce|all_gather|reduce_scatter|all_to_all|all] [--min BYTES] [--max BYTES]\n"
+    "                           [--iters N] --out-dir DIR",
+    "Times NCCL collectives over every visible GPU from one process, as nccl-tests does (float data, out-of-place\n"
+    "and in-place, warm-up, the mean of --iters launches, the slowest GPU), over sizes doubling from --min to --max,\n"
+    "and writes one nccl-tests-format log per collective into DIR (all_reduce_perf.log, …), which plumb calibrate\n"
+    "--nccl-tests reads. Needs two or more GPUs and NCCL at run time (libnccl.so.2 on the library path, or\n"
+    "PLUMB_NCCL=/path/to/libnccl.so.2).",
+    {},
+    {{"--op", "OP", "the collective, or all (default)"},
+     {"--min", "BYTES", "smallest size (8)"},
+     {"--max", "BYTES", "largest size (1 GiB)"},
+     {"--iters", "N", "timed launches per size (20)"},
+     {"--out-dir", "DIR", "where the logs go"}}};
 
 std::string today_utc() {
   std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -198,14 +220,53 @@ int run(const Args& args) {
   return 0;
 }
 
+int collectives(const Args& args) {
+  if (!args.flag("--out-dir")) throw UsageError("--out-dir DIR is required");
+  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
+  if (devices.size() < 2) throw std::runtime_error(fmt::format("collectives need two or more GPUs; {} visible", devices.size()));
+  const std::vector<std::pair<std::string, std::pair<kernels::NcclCollective, CollectiveOp>>> ops{
+      {"all_reduce", {kernels::NcclCollective::all_reduce, CollectiveOp::all_reduce}},
+      {"all_gather", {kernels::NcclCollective::all_gather, CollectiveOp::all_gather}},
+      {"reduce_scatter", {kernels::NcclCollective::reduce_scatter, CollectiveOp::reduce_scatter}},
+      {"all_to_all", {kernels::NcclCollective::all_to_all, CollectiveOp::all_to_all}}};
+  const std::string which = args.value("--op", "all");
+  std::vector<std::string> names{"all"};
+  for (const auto& [name, op] : ops) names.push_back(name);
+  if (std::find(names.begin(), names.end(), which) == names.end()) throw UsageError(plumb::cli::unknown_word_message("--op", which, names));
+  const double min_bytes = args.number("--min", 8, 1, 1e12), max_bytes = args.number("--max", 1073741824.0, min_bytes, 1e12);
+  const int iters = static_cast<int>(args.integer("--iters", 20, 1, 100000));
+  std::vector<int> ids;
+  std::vector<std::string> device_names;
+  for (const kernels::DeviceInfo& d : devices) {
+    ids.push_back(d.index);
+    device_names.push_back(d.name);
+  }
+  char host[256] = "localhost";
+  gethostname(host, sizeof host - 1);
+  std::filesystem::create_directories(args.value("--out-dir"));
+  for (const auto& [name, op] : ops) {
+    if (which != "all" && which != name) continue;
+    std::vector<kernels::NcclTiming> t = kernels::time_nccl(op.first, ids, min_bytes, max_bytes, 5, iters);
+    std::vector<NcclTestsRow> rows;
+    for (const kernels::NcclTiming& x : t) rows.push_back({x.bytes, x.seconds, 0, 0, x.in_place_seconds});
+    const std::string file = (std::filesystem::path(args.value("--out-dir")) / (nccl_tests_binary(op.second) + ".log")).string();
+    std::ofstream out(file);
+    if (!out) throw UsageError("cannot write " + file);
+    out << nccl_tests_log_text(op.second, host, device_names, rows);
+    std::cout << fmt::format("{}: {} sizes over {} GPUs → {}\n", name, rows.size(), ids.size(), file);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> argv_list(argv + 1, argv + argc);
   const CommandSpec* spec = nullptr;
-  if (!argv_list.empty()) spec = argv_list[0] == "bench" ? &kBench : argv_list[0] == "run" ? &kRun : nullptr;
+  if (!argv_list.empty())
+    spec = argv_list[0] == "bench" ? &kBench : argv_list[0] == "run" ? &kRun : argv_list[0] == "collectives" ? &kCollectives : nullptr;
   if (!spec) {
-    std::cout << "usage: " << kBench.usage << "\n       " << kRun.usage << "\n";
+    std::cout << "usage: " << kBench.usage << "\n       " << kRun.usage << "\n       " << kCollectives.usage << "\n";
     return argv_list.empty() ? 2 : (argv_list[0] == "--help" ? 0 : 2);
   }
   std::vector<std::string> rest(argv_list.begin() + 1, argv_list.end());
@@ -216,7 +277,7 @@ int main(int argc, char** argv) {
   const std::string who = "plumb-validate " + spec->name + ": ";
   try {
     Args args(*spec, rest);
-    return spec == &kBench ? bench(args) : run(args);
+    return spec == &kBench ? bench(args) : spec == &kRun ? run(args) : collectives(args);
   } catch (const plumb::InputError& e) {
     std::cerr << e.what() << "\n";
     return 2;
