@@ -12,6 +12,9 @@
 #include <vector>
 
 namespace plumb::kernels {
+namespace {
+__global__ void empty_kernel() {}
+}  // namespace
 
 CopyTiming time_copy(std::size_t bytes, int warmup, int repetitions) {
   if (bytes < 16 || bytes % 16 != 0) throw std::runtime_error("time_copy: bytes must be a positive multiple of 16");
@@ -40,6 +43,17 @@ CopyTiming time_copy(std::size_t bytes, int warmup, int repetitions) {
   t.median_seconds = seconds[seconds.size() / 2];
   t.repetitions = repetitions;
   return t;
+}
+
+double time_kernel_overhead(int kernels) {
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  auto batch = [&](int) {
+    for (int i = 0; i < kernels; ++i) empty_kernel<<<1, 32, 0, stream>>>();
+  };
+  std::vector<double> seconds = time_runs(stream, 2, 5, batch);
+  cudaStreamDestroy(stream);
+  return seconds[seconds.size() / 2] / kernels;
 }
 
 }  // namespace plumb::kernels

@@ -135,6 +135,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
     auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
     g.hbm_efficiency = hbm_efficiency.value_or(1.0);
+    auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
+    g.kernel_overhead = kernel_overhead.value_or(0.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
                                      "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"};
     if (!g.gemm_efficiency.empty()) figures.emplace_back("gemm_efficiency");
@@ -142,6 +144,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
     if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
     if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
+    if (kernel_overhead) figures.emplace_back("kernel_overhead");
     g.sources = read_sources(r, figures);
   });
 }

@@ -34,6 +34,9 @@ struct GpuSpec {
   std::int64_t efficiency_sms = 0;
   // 1 when the profile has no table for the dtype.
   double gemm_efficiency_at(double flops, MathDtype dtype = MathDtype::bf16) const;
+  // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
+  // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.
+  double kernel_overhead = 0;
   // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
   std::optional<double> attention_efficiency;
   // The same for its backward pass; absent: attention_efficiency.

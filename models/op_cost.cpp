@@ -8,7 +8,9 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   const GpuSpec& gpu = job.cluster.gpu;
   const auto p = static_cast<std::size_t>(pass);
   const double memory = op.bytes[p] / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
-  if (op.cls == OpClass::memory) return {memory, false};
+  // Every pass that does work is a kernel launch (unfused attention's several, counted as one).
+  const double overhead = op.flops[p] > 0 || op.bytes[p] > 0 ? gpu.kernel_overhead : 0.0;
+  if (op.cls == OpClass::memory) return {memory + overhead, false};
   // fp8 runs the GEMMs only, less the output head and the router (DeepSeek-V3 §3.3: attention and
   // elementwise work stay in bf16).
   bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
@@ -23,7 +25,7 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   else  // the backward kernel: its own efficiency where the profile has one
     efficiency = gpu.attention_backward_efficiency.value_or(gpu.attention_efficiency.value_or(1.0));
   double compute = op.flops[p] / (peak * efficiency);
-  return {std::max(compute, memory), compute >= memory};
+  return {std::max(compute, memory) + overhead, compute >= memory};
 }
 
 OpContext op_context(const Job& job) {

@@ -183,6 +183,31 @@ TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM effici
   CHECK(calibration_report(c).find("HBM efficiency: 0.896") != std::string::npos);
 }
 
+TEST_CASE("the launch overhead bench measures becomes the profile's kernel_overhead, and the GEMM fit is of the work") {
+  // GEMM times of a flat 0.8 of the bf16 peak plus a 4 µs launch each, and the bench's empty
+  // kernels at 4 µs: the fitted curve is the flat 0.8, the 4 µs goes to kernel_overhead.
+  std::vector<std::pair<BenchGemm, double>> timed;
+  for (std::int64_t s = 1024; s <= 16384; s *= 2) {
+    double f = 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s);
+    timed.emplace_back(BenchGemm{s, s, s, "sweep"}, f / (0.8 * 989.4e12) + 4e-6);
+  }
+  Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed, {}, LaunchMeasurement{2000, 4e-6}),
+                                     "launch.json");
+  REQUIRE(m.kernel_overhead);
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m});
+  REQUIRE(c.gemm.size() == 1);
+  CHECK(relative(c.gemm[0].curve.e_max, 0.8) < 1e-3);
+  CHECK(c.gemm[0].curve.at(2.0 * 1024 * 1024 * 1024) > 0.79);  // small GEMMs were slow only by the launch
+  GpuSpec calibrated = *read_gpu(c.profile, "", src);
+  REQUIRE(d.empty());
+  CHECK(calibrated.kernel_overhead == doctest::Approx(4e-6).epsilon(1e-3));
+  CHECK(calibrated.sources.at("kernel_overhead").find("empty kernels") != std::string::npos);
+  CHECK(calibration_report(c).find("kernel overhead: 4.00 us") != std::string::npos);
+}
+
 TEST_CASE("a measurement file without its device and date is refused") {
   CHECK_THROWS_WITH_AS(read_measurements(Json::parse(R"({"plumb_measurements": 1, "gemm": []})"), "m.json"),
                        doctest::Contains("m.json: missing key \"device\""), InputError);

@@ -5,6 +5,7 @@
 #include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/flops.hpp"
+#include "models/op_cost.hpp"
 #include "models/job.hpp"
 #include "models/model_reader.hpp"
 #include "models/ops_report.hpp"
@@ -100,6 +101,19 @@ TEST_CASE("plumb ops times a compute-bound GEMM at the profile's GEMM efficiency
   REQUIRE(op["forward"]["bound"] == "compute");
   double expected = op["forward"]["flops"].get<double>() / (job.cluster.gpu.peak_dense.at(MathDtype::bf16) * (792.1 / 989));
   CHECK(std::fabs(op["forward"]["time_s"].get<double>() / expected - 1) <= 1e-3);
+}
+
+TEST_CASE("a profile's kernel overhead is added once to every pass that launches a kernel") {
+  Job job = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
+  Job slow = job;
+  slow.cluster.gpu.kernel_overhead = 5e-6;
+  OpContext c = op_context(job);
+  for (const LayerOp& op : layer_ops(job.model, 10, c))
+    for (int pass = 0; pass < 3; ++pass) {
+      const auto p = static_cast<std::size_t>(pass);
+      const double extra = op.flops[p] > 0 || op.bytes[p] > 0 ? 5e-6 : 0.0;
+      CHECK(op_time(op, pass, slow).seconds == doctest::Approx(op_time(op, pass, job).seconds + extra).epsilon(1e-12));
+    }
 }
 
 TEST_CASE("under fp8 the GEMMs run at DeepGEMM's measured rates; the head, router and attention stay in bf16") {

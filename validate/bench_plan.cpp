@@ -48,13 +48,14 @@ std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep) {
 }
 
 Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
-                       const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory) {
+                       const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory,
+                       const std::optional<LaunchMeasurement>& launch) {
   Json rows = Json::array();
   for (const auto& [g, seconds] : timed)
     rows.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"seconds", seconds}, {"what", g.what}});
   Json streams = Json::array();
   for (const MemoryMeasurement& mm : memory) streams.push_back({{"kernel", mm.kernel}, {"bytes", mm.bytes}, {"seconds", mm.seconds}});
-  return {{"plumb_measurements", 1},
+  Json doc = {{"plumb_measurements", 1},
           {"device", device},
           {"driver", driver},
           {"clock_mhz", clock_mhz},
@@ -64,6 +65,8 @@ Json measurements_json(const std::string& device, const std::string& driver, int
                    "vectorised copy over buffers larger than L2, bytes read plus written"},
           {"gemm", rows},
           {"memory", streams}};
+  if (launch) doc["launch"] = {{"kernels", launch->kernels}, {"seconds_per_kernel", launch->seconds_per_kernel}};
+  return doc;
 }
 
 }  // namespace plumb

@@ -2,6 +2,7 @@
 // What `plumb-validate bench` measures: the distinct GEMMs of a scenario (every stage's layer ops and
 // head, forward, input and weight gradient, as plumb costs them) and a sweep of square sizes that
 // spans the efficiency curve, in the format `plumb calibrate` reads.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,14 @@ struct BenchGemm {
 std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep);
 
 // The measurement file for `plumb calibrate`, with the device, driver, clock and date beside the rows:
-// each timed GEMM (median seconds) and each streaming-kernel run (`memory`).
+// each timed GEMM (median seconds), each streaming-kernel run (`memory`), and the seconds per kernel
+// of `launch_kernels` back-to-back empty kernels.
+struct LaunchMeasurement {
+  int kernels = 0;
+  double seconds_per_kernel = 0;
+};
 Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
-                       const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory = {});
+                       const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory = {},
+                       const std::optional<LaunchMeasurement>& launch = std::nullopt);
 
 }  // namespace plumb

@@ -51,6 +51,12 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
           m.memory.push_back(mm);
         }
     }
+    if (const Json* launch = r.child("launch", Need::optional)) {
+      ObjectReader l(*launch, "/launch", src);
+      l.integer("kernels", Need::required, 1, 1'000'000'000);
+      m.kernel_overhead = l.number("seconds_per_kernel", Need::required, 0, 1e-2);
+      l.finish();
+    }
   }
   d.throw_if_any();
   return m;
@@ -77,6 +83,20 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   c.profile = profile_json;
   std::string files;
   for (const Measurements& m : measured) files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
+  // Launch overhead: the median of the files' back-to-back empty kernels. plumb adds it to every op,
+  // so the GEMM curves below are fitted to the GEMMs' times less it.
+  std::vector<double> launches;
+  for (const Measurements& m : measured)
+    if (m.kernel_overhead) launches.push_back(*m.kernel_overhead);
+  double overhead = 0;
+  if (!launches.empty()) {
+    std::sort(launches.begin(), launches.end());
+    overhead = launches[launches.size() / 2];
+    c.kernel_overhead = overhead;
+    c.profile["kernel_overhead"] = fmt::format("{:.3f}us", overhead * 1e6);
+    c.profile["sources"]["kernel_overhead"] = fmt::format(
+        "measured by plumb calibrate from {}: back-to-back empty kernels, median of {} files", files, launches.size());
+  }
   // One efficiency table per dtype the GPU has a peak for: bf16 GEMMs set gemm_efficiency, fp8 ones
   // (against the fp8 peak) gemm_efficiency_fp8.
   for (auto [dtype, field] : {std::pair{MathDtype::bf16, "gemm_efficiency"}, std::pair{MathDtype::fp8, "gemm_efficiency_fp8"}}) {
@@ -86,7 +106,7 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
       for (const GemmMeasurement& g : m.gemm) {
         if (g.dtype != dtype) continue;
         flops.push_back(g.flops());
-        efficiency.push_back(g.flops() / g.seconds / gpu.peak_dense.at(dtype));
+        efficiency.push_back(g.flops() / std::max(g.seconds - overhead, 0.05 * g.seconds) / gpu.peak_dense.at(dtype));
       }
     if (flops.size() < 2) continue;
     GemmFit f;
@@ -206,6 +226,9 @@ Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const
 
 std::string calibration_report(const Calibration& c) {
   std::string out;
+  if (c.kernel_overhead)
+    out += fmt::format("kernel overhead: {:.2f} us per launch (back-to-back empty kernels); the GEMM fits below are of the times less it\n",
+                       *c.kernel_overhead * 1e6);
   for (const GemmFit& g : c.gemm) {
     out += fmt::format("GEMM efficiency ({}, {}): e(F) = {:.3f} · F / (F + {:.3g} FLOPs) over {} GEMMs, RMS error {:.1f}%\n",
                        math_dtype_name(g.dtype), g.field, g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
@@ -241,6 +264,7 @@ Json calibration_json(const Calibration& c) {
   for (const GemmFit& g : c.gemm)
     fits.push_back({{"term", g.field}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"e_max", g.curve.e_max}, {"f_half", g.curve.f_half},
                     {"points", g.points}, {"rms_relative_error", g.curve.rms_relative_error}});
+  if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
   if (c.memory)
     fits.push_back({{"term", "hbm_efficiency"}, {"value", c.memory->efficiency}, {"lowest", c.memory->lowest},
                     {"highest", c.memory->highest}, {"points", c.memory->points}});

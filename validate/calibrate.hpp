@@ -16,7 +16,8 @@ namespace plumb {
 
 // plumb's own measurement file (plumb-validate bench writes it; small JSON with device and date):
 // {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds"}],
-//  "memory": [{"kernel", "bytes", "seconds"}]} — `bytes` read and written by a streaming kernel.
+//  "memory": [{"kernel", "bytes", "seconds"}], "launch": {"kernels", "seconds_per_kernel"}} — `bytes`
+// read and written by a streaming kernel; `launch` back-to-back empty kernels, each's share of the time.
 struct GemmMeasurement {
   double m = 0, n = 0, k = 0;
   MathDtype dtype = MathDtype::bf16;
@@ -31,6 +32,7 @@ struct Measurements {
   std::string file, device, date;
   std::vector<GemmMeasurement> gemm;
   std::vector<MemoryMeasurement> memory;
+  std::optional<double> kernel_overhead;  // seconds per kernel (launch)
 };
 Measurements read_measurements(const Json& doc, const std::string& file);  // throws InputError
 
@@ -65,6 +67,7 @@ struct Calibration {
   std::vector<CollectiveFit> collectives;
   std::vector<GemmFit> gemm;  // one per dtype measured (bf16, fp8)
   std::optional<MemoryFit> memory;
+  std::optional<double> kernel_overhead;  // the median measured, set in the profile
 };
 
 // `profile_json` is the profile as written (kept whole; only fitted figures and their sources change).

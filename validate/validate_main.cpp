@@ -158,7 +158,9 @@ int bench(const Args& args) {
                                            profile->name));
     memory.push_back({"copy", t.bytes_moved, t.median_seconds});
   }
-  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory);
+  LaunchMeasurement launch{2000, kernels::time_kernel_overhead(2000)};
+  std::cerr << fmt::format("kernel launch: {:.2f} us each, back to back\n", launch.seconds_per_kernel * 1e6);
+  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory, launch);
   std::ofstream out(args.value("--out"));
   if (!out) throw UsageError("cannot write " + args.value("--out"));
   out << doc.dump(1) << "\n";
