@@ -208,6 +208,13 @@ TEST_CASE("plumb compare reads a measured run back and sets plumb's prediction o
   CHECK(slow.error() == doctest::Approx(-0.2));
   for (const OpComparison& o : slow.ops) CHECK(o.predicted / o.measured == doctest::Approx(0.8));
   CHECK(comparison_text(slow).find("error -20.0%") != std::string::npos);
+  // By the term that prices them: GEMMs, attention (batched GEMMs, unfused) and memory-bound ops.
+  REQUIRE(slow.kinds.size() == 3);
+  for (const KindComparison& k : slow.kinds) CHECK(k.predicted / k.measured == doctest::Approx(0.8));
+  CHECK(slow.kinds.front().kind == "GEMM");
+  double total = 0;
+  for (const OpComparison& o : slow.ops) total += o.measured * o.runs_per_step;
+  CHECK(slow.kinds[0].measured + slow.kinds[1].measured + slow.kinds[2].measured == doctest::Approx(total));
   CHECK(comparison_json(slow)["error"].get<double>() == doctest::Approx(-0.2));
   // A calibrated profile predicts with its own figures: twice the peak, shorter GEMMs.
   GpuSpec fast = *bundled_gpu_profile("NVIDIA H800");

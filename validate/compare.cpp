@@ -68,11 +68,22 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
                        c.predicted_step > 0 ? 1 - pb[r] / c.predicted_step : 0});
   std::map<std::string, std::size_t> id;
   for (std::size_t i = 0; i < run.op_names.size(); ++i) id[run.op_names[i]] = i;
+  const double steps = static_cast<double>(std::max<std::size_t>(1, m.run.step_seconds.size()));
   for (const MeasuredOpTime& t : m.run.op_times) {
     auto it = id.find(t.op);
     if (it == id.end()) continue;  // not an op of this plan (a file from another version): nothing to predict
-    double predicted = op_time(run.op_defs[it->second], t.pass, run.job).seconds;
-    c.ops.push_back({t.op, t.pass, t.seconds, predicted});
+    const LayerOp& op = run.op_defs[it->second];
+    const char* kind = op.cls == OpClass::gemm ? "GEMM" : op.cls == OpClass::attention ? "attention" : "memory-bound";
+    c.ops.push_back({t.op, t.pass, t.seconds, op_time(op, t.pass, run.job).seconds, static_cast<double>(t.runs) / steps, kind});
+  }
+  for (const char* kind : {"GEMM", "attention", "memory-bound"}) {
+    KindComparison k{kind};
+    for (const OpComparison& o : c.ops)
+      if (o.kind == kind) {
+        k.measured += o.measured * o.runs_per_step;
+        k.predicted += o.predicted * o.runs_per_step;
+      }
+    if (k.measured > 0) c.kinds.push_back(k);
   }
   return c;
 }
@@ -91,6 +102,10 @@ std::string comparison_text(const Comparison& c) {
     out += fmt::format("{:>5}   {:>17.3f} {:>10.3f}   {:>17.1f}% {:>9.1f}%\n", r, x.measured_busy * 1e3, x.predicted_busy * 1e3,
                        100 * x.measured_bubble, 100 * x.predicted_bubble);
   }
+  out += "\nper step, all ranks, by the term that prices the op:\n";
+  for (const KindComparison& k : c.kinds)
+    out += fmt::format("  {:<13} measured {:>10.3f} ms   predicted {:>10.3f} ms   error {}\n", k.kind, k.measured * 1e3, k.predicted * 1e3,
+                       pct(k.predicted, k.measured));
   std::size_t width = 2;
   for (const OpComparison& o : c.ops) width = std::max(width, o.op.size());
   out += fmt::format("\n{:<{}}  {:<15}  {:>12}  {:>12}  {:>7}\n", "op", width, "pass", "measured ms", "predicted ms", "error");
@@ -108,13 +123,17 @@ Json comparison_json(const Comparison& c) {
                      {"measured_bubble", r.measured_bubble},
                      {"predicted_bubble", r.predicted_bubble}});
   for (const OpComparison& o : c.ops)
-    ops.push_back({{"op", o.op}, {"pass", kPassNames[o.pass]}, {"measured_s", o.measured}, {"predicted_s", o.predicted}});
+    ops.push_back({{"op", o.op}, {"pass", kPassNames[o.pass]}, {"kind", o.kind}, {"runs_per_step", o.runs_per_step},
+                   {"measured_s", o.measured}, {"predicted_s", o.predicted}});
+  Json kinds = Json::array();
+  for (const KindComparison& k : c.kinds) kinds.push_back({{"kind", k.kind}, {"measured_s", k.measured}, {"predicted_s", k.predicted}});
   return {{"title", c.title},
           {"profile", c.profile},
           {"measured_step_s", c.measured_step},
           {"predicted_step_s", c.predicted_step},
           {"error", c.error()},
           {"ranks", ranks},
+          {"kinds", kinds},
           {"ops", ops}};
 }
 

@@ -21,6 +21,15 @@ struct OpComparison {
   std::string op;
   int pass = 0;
   double measured = 0, predicted = 0;  // seconds per run
+  double runs_per_step = 0;
+  std::string kind;  // "GEMM", "attention" or "memory-bound": the cost term that prices it
+};
+
+// Per kind of op, the seconds per step the ops of that kind took, summed over all ranks: which of
+// the profile's terms (GEMM efficiency, attention efficiency, HBM efficiency) is off, and by how much.
+struct KindComparison {
+  std::string kind;
+  double measured = 0, predicted = 0;
 };
 
 struct Comparison {
@@ -29,6 +38,7 @@ struct Comparison {
   double measured_step = 0, predicted_step = 0;
   std::vector<RankComparison> ranks;
   std::vector<OpComparison> ops;
+  std::vector<KindComparison> kinds;
   double error() const { return predicted_step / measured_step - 1; }
 };
 
