@@ -34,6 +34,21 @@ Json profile_file(const char* folder, const char* name) { return json_of([&] {
   return s.str();
 }()); }
 
+// The bundled H100 profile calibrated from `m`, and the profile it writes read back as plumb reads it.
+struct H100Calibration {
+  Calibration calibration;
+  GpuSpec calibrated;
+};
+H100Calibration calibrate_h100(const Measurements& m) {
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  H100Calibration out{calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m}), {}};
+  out.calibrated = *read_gpu(out.calibration.profile, "", src);
+  REQUIRE(d.empty());
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("an nccl-tests log is read row by row, with the collective from its header or its bus factor") {
@@ -130,15 +145,10 @@ TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model re
 TEST_CASE("a GPU calibrated from GEMM measurements carries the fitted efficiency curve as its table") {
   Measurements m = read_measurements(json_of(fixture("gemm-synthetic.json")), "gemm.json");
   CHECK(m.gemm.size() == 8);
-  Diagnostics d;
-  SourceFile src{"test", data_dir(), &d, {}};
-  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
-  Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m});
+  auto [c, calibrated] = calibrate_h100(m);
   REQUIRE(c.gemm.size() == 1);
   CHECK(relative(c.gemm[0].curve.e_max, 0.78) < 1e-6);
   CHECK(relative(c.gemm[0].curve.f_half, 2e10) < 1e-5);
-  GpuSpec calibrated = *read_gpu(c.profile, "", src);
-  REQUIRE(d.empty());
   CHECK(calibrated.gemm_efficiency_at(1e12) == doctest::Approx(0.765).epsilon(1e-3));
   CHECK(calibrated.gemm_efficiency_at(5e8) < calibrated.gemm_efficiency_at(5e11));  // small GEMMs reach less
   CHECK(calibrated.sources.at("gemm_efficiency").find("8 points") != std::string::npos);
@@ -160,10 +170,7 @@ TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM effici
   std::vector<MemoryMeasurement> copies{{"copy", 2e9, 2e9 / 2.95e12}, {"copy", 2e9, 2e9 / 3.00e12}, {"copy", 2e9, 2e9 / 3.05e12}};
   Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed, copies), "b.json");
   REQUIRE(m.memory.size() == 3);
-  Diagnostics d;
-  SourceFile src{"test", data_dir(), &d, {}};
-  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
-  Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m});
+  auto [c, calibrated] = calibrate_h100(m);
   REQUIRE(c.gemm.size() == 2);
   CHECK(c.gemm[1].field == "gemm_efficiency_fp8");
   CHECK(relative(c.gemm[0].curve.e_max, 0.78) < 1e-6);
@@ -172,8 +179,6 @@ TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM effici
   REQUIRE(c.memory);
   CHECK(c.memory->efficiency == doctest::Approx(3.00 / 3.35));  // the median run
   CHECK(c.memory->lowest == doctest::Approx(2.95 / 3.35));
-  GpuSpec calibrated = *read_gpu(c.profile, "", src);
-  REQUIRE(d.empty());
   CHECK(calibrated.hbm_efficiency == doctest::Approx(0.896).epsilon(1e-3));
   // Each table answers for its own dtype against its own peak.
   CHECK(calibrated.gemm_efficiency_at(1e13, MathDtype::fp8) == doctest::Approx(0.60 * 1e13 / (1e13 + 4e10)).epsilon(0.01));
@@ -194,15 +199,10 @@ TEST_CASE("the launch overhead bench measures becomes the profile's kernel_overh
   Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed, {}, LaunchMeasurement{2000, 4e-6}),
                                      "launch.json");
   REQUIRE(m.kernel_overhead);
-  Diagnostics d;
-  SourceFile src{"test", data_dir(), &d, {}};
-  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
-  Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "h100-sxm"), gpu, {m});
+  auto [c, calibrated] = calibrate_h100(m);
   REQUIRE(c.gemm.size() == 1);
   CHECK(relative(c.gemm[0].curve.e_max, 0.8) < 1e-3);
   CHECK(c.gemm[0].curve.at(2.0 * 1024 * 1024 * 1024) > 0.79);  // small GEMMs were slow only by the launch
-  GpuSpec calibrated = *read_gpu(c.profile, "", src);
-  REQUIRE(d.empty());
   CHECK(calibrated.kernel_overhead == doctest::Approx(4e-6).epsilon(1e-3));
   CHECK(calibrated.sources.at("kernel_overhead").find("empty kernels") != std::string::npos);
   CHECK(calibration_report(c).find("kernel overhead: 4.00 us") != std::string::npos);
