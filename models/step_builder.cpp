@@ -71,34 +71,40 @@ class StepOps final : public PipelineHooks {
   OpTasks expand(std::int64_t rank, const PipeOp& o) {
     const StageCost& c = costs_.stages[static_cast<std::size_t>(o.work.stage)];
     OpTasks t;
+    PassEnds forward, backward;  // the op's forward and backward parts, where it has them
     switch (o.kind) {
       case OpKind::forward: {
-        auto [in, out] = chain(rank, {{&c.forward, fmt::format("F{}", o.work.mb)}}, o.work.stage)[0];
-        t = {in, out, in, out};
+        forward = chain(rank, {{&c.forward, fmt::format("F{}", o.work.mb)}}, o.work.stage)[0];
+        t = {forward.in, forward.out, forward.in, forward.out};
         break;
       }
       case OpKind::backward:
       case OpKind::backward_input:
       case OpKind::weight: {
         const Pass& p = o.kind == OpKind::backward ? c.backward : o.kind == OpKind::weight ? c.weight_grad : c.input_grad;
-        auto [in, out] = chain(rank, {{&p, fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb)}}, -1)[0];
-        t = {in, out, in, out};
+        backward = chain(rank, {{&p, fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb)}}, -1)[0];
+        t = {backward.in, backward.out, backward.in, backward.out};
         break;
       }
       case OpKind::forward_backward: {
         const StageCost& b = costs_.stages[static_cast<std::size_t>(o.other.stage)];
         auto ends = chain(rank, {{&c.forward, fmt::format("F{}", o.work.mb)}, {&b.backward, fmt::format("B{}", o.other.mb)}},
                           o.work.stage);
-        t = {ends[0].first, ends[0].second, ends[1].first, ends[1].second};
+        forward = ends[0];
+        backward = ends[1];
+        t = {forward.in, forward.out, backward.in, backward.out};
         break;
       }
     }
-    // Activations live from the end of a forward to the end of the matching input gradient.
+    // Activations live from the end of a forward to the end of the matching input gradient: on the
+    // pass's last task that worked (its end marker, after ZeRO's background traffic or a CP join,
+    // belongs to no GPU).
+    auto at = [](const PassEnds& e) { return e.worked != sim::kNoTask ? e.worked : e.out; };
     if (o.kind == OpKind::forward || o.kind == OpKind::forward_backward)
-      out_.graph.set_memory_delta(t.forward_out, static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(o.work.stage)]));
+      out_.graph.set_memory_delta(at(forward), static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(o.work.stage)]));
     if (o.kind == OpKind::backward || o.kind == OpKind::backward_input || o.kind == OpKind::forward_backward) {
       const StageWork& w = o.kind == OpKind::forward_backward ? o.other : o.work;
-      out_.graph.set_memory_delta(t.backward_out, -static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(w.stage)]));
+      out_.graph.set_memory_delta(at(backward), -static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(w.stage)]));
     }
     return t;
   }
@@ -149,15 +155,21 @@ class StepOps final : public PipelineHooks {
   // communication hides under the other's compute, and the order can never deadlock. Returns each
   // pass's (entry, exit). `gather_stage` ≥ 0: the first forward of that stage on this rank waits for
   // its parameter gather.
-  std::vector<std::pair<sim::TaskId, sim::TaskId>> chain(std::int64_t rank, const std::vector<std::pair<const Pass*, std::string>>& passes,
-                                                         std::int64_t gather_stage) {
+  // A pass's tasks: its entry and exit markers' ends, and the last task that did work (compute or
+  // communication) — the one memory changes attach to, since markers belong to no GPU.
+  struct PassEnds {
+    sim::TaskId in = sim::kNoTask, out = sim::kNoTask, worked = sim::kNoTask;
+  };
+
+  std::vector<PassEnds> chain(std::int64_t rank, const std::vector<std::pair<const Pass*, std::string>>& passes, std::int64_t gather_stage) {
     const RankStreams& st = streams(rank);
-    std::vector<sim::TaskId> entry, last;
-    std::vector<std::pair<sim::TaskId, sim::TaskId>> ends;
+    std::vector<sim::TaskId> entry, last, worked;
+    std::vector<PassEnds> ends;
     for (const auto& [pass, label] : passes) {
       sim::TaskId in = marker(rank, label + " start");
       entry.push_back(in);
       last.push_back(in);
+      worked.push_back(sim::kNoTask);
     }
     if (gather_stage >= 0) {
       auto g = first_gather.find({rank, gather_stage});
@@ -192,6 +204,8 @@ class StepOps final : public PipelineHooks {
           out_.graph.add_dependency(waits, comm);
           site(rank, g.kind, waits, comm);
         }
+        if (comm != sim::kNoTask) worked[p] = comm;
+        else if (compute != sim::kNoTask) worked[p] = compute;
         if (g.overlapped && compute != sim::kNoTask && comm != sim::kNoTask) {
           sim::TaskId join = marker(rank, passes[p].second);
           out_.graph.add_dependency(compute, join);
@@ -208,7 +222,7 @@ class StepOps final : public PipelineHooks {
         out_.graph.add_dependency(last[p], out);
         out_.graph.add_dependency(background[p], out);
       }
-      ends.emplace_back(entry[p], out);
+      ends.push_back({entry[p], out, worked[p]});
     }
     return ends;
   }
