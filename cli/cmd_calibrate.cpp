@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "models/catalogue.hpp"
 #include "validate/calibrate.hpp"
+#include "validate/device_profile.hpp"
 
 namespace plumb::cli {
 namespace {
@@ -45,10 +46,22 @@ ProfileRef find_profile(const std::string& ref) {
   return {ref, read_json(ref).contains("gpus_per_node")};
 }
 
+// Without --profile, GPU measurements name their device: its bundled profile is the one to calibrate.
+std::string profile_to_calibrate(const Args& args) {
+  if (args.flag("--profile")) return args.value("--profile");
+  if (args.positionals().empty())
+    throw UsageError("--profile P is required for nccl-tests logs: the fabric profile to calibrate");
+  const std::string& first = args.positional(0);
+  const std::string device = read_measurements(read_json(first), first).device;
+  std::optional<GpuSpec> bundled = bundled_gpu_profile(device);
+  if (!bundled) throw UsageError(fmt::format("no bundled GPU profile matches \"{}\" (from {}): give --profile P", device, first));
+  std::cerr << fmt::format("calibrating {} (the bundled profile of {}, the device in {})\n", bundled->id, device, first);
+  return bundled->id;
+}
+
 int run_calibrate(const Args& args) {
-  if (!args.flag("--profile")) throw UsageError("--profile P is required: the GPU or fabric profile to calibrate");
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
-  ProfileRef ref = find_profile(args.value("--profile"));
+  ProfileRef ref = find_profile(profile_to_calibrate(args));
   Json raw = read_json(ref.path.string());
   Diagnostics d;
   SourceFile src{ref.path.string(), ref.path.parent_path(), &d, {}};
@@ -87,17 +100,18 @@ int run_calibrate(const Args& args) {
 const Command& calibrate_command() {
   static const Command command{
       {"calibrate",
-       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] --profile P -o OUT.json [--gpu G] [--json]",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json]",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
-       "measured, fp8) and its HBM efficiency from the streaming-kernel runs in them; a fabric profile\n"
+       "measured, fp8), its HBM efficiency from the streaming-kernel runs and its kernel overhead from the\n"
+       "empty-kernel launches in them; a fabric profile\n"
        "(--profile dgx-h100-ndr) its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
        "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
        "plumb's prediction with the calibrated profile against every measured size.",
        {"[MEASUREMENTS.json...]"},
        {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
-        {"--profile", "P", "the GPU or fabric profile to calibrate: a catalogue name or a path"},
+        {"--profile", "P", "the profile to calibrate: a catalogue name or a path (GPU measurements: their device's, by default)"},
         {"-o", "FILE", "where the calibrated profile is written"},
         {"--gpu", "G", "for a fabric: the GPU of its nodes (h100-sxm)"},
         {"--json", "", "print the fits as JSON: fits[].{term, alpha_s, bus_bandwidth, value, rms_relative_error, …}, profile"}}},
