@@ -17,14 +17,24 @@ double sm_penalty(double overlapped, const StepCosts& c) {
   return overlapped * static_cast<double>(c.comm_sms) / static_cast<double>(c.sms - c.comm_sms);
 }
 
+// A pass as the step runs it: its span on the network port, its compute slowed while its background
+// traffic (ZeRO's gathers and scatters) holds SMs beside it. The background runs from the pass's
+// start, so it overlaps the compute in the share compute takes of the pass.
+double pass_time(const Pass& p, const StepCosts& c) {
+  double segments = 0;
+  for (const Segment& g : p.segments) segments += g.span();
+  const double overlap = segments > 0 ? std::min(p.background, segments) * p.compute() / segments : 0.0;
+  return std::max(segments + sm_penalty(overlap, c), p.span(c.network));
+}
+
 Chunk chunk_of(const StepCosts& c, const std::vector<std::int64_t>& stages) {
   Chunk k;
   for (std::int64_t s : stages) {
     const StageCost& sc = c.stages[static_cast<std::size_t>(s)];
-    k.f += sc.forward.span(c.network);
-    k.b += sc.backward.span(c.network);
-    k.bi += sc.input_grad.span(c.network);
-    k.w += sc.weight_grad.span(c.network);
+    k.f += pass_time(sc.forward, c);
+    k.b += pass_time(sc.backward, c);
+    k.bi += pass_time(sc.input_grad, c);
+    k.w += pass_time(sc.weight_grad, c);
   }
   double n = static_cast<double>(stages.size());
   k.f /= n, k.b /= n, k.bi /= n, k.w /= n;
