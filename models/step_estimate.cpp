@@ -21,20 +21,33 @@ double sm_penalty(double overlapped, const StepCosts& c) {
 // traffic (ZeRO's gathers and scatters) holds SMs beside it. The background runs from the pass's
 // start, so it overlaps the compute in the share compute takes of the pass.
 double pass_time(const Pass& p, const StepCosts& c) {
-  double segments = 0;
-  for (const Segment& g : p.segments) segments += g.span();
-  const double overlap = segments > 0 ? std::min(p.background, segments) * p.compute() / segments : 0.0;
-  return std::max(segments + sm_penalty(overlap, c), p.span(c.network));
+  double segments = 0, compute = 0, port = c.network[static_cast<std::size_t>(CommKind::dp)] ? p.background : 0.0;
+  for (const Segment& g : p.segments) {  // one pass over the segments: span(), compute() and port_load() at once
+    segments += g.span();
+    compute += g.compute;
+    if (c.network[static_cast<std::size_t>(g.kind)]) port += g.comm;
+  }
+  const double overlap = segments > 0 ? std::min(p.background, segments) * compute / segments : 0.0;
+  return std::max({segments + sm_penalty(overlap, c), p.background, port});
 }
 
-Chunk chunk_of(const StepCosts& c, const std::vector<std::int64_t>& stages) {
+// Each stage's pass times, computed once: f, b, bi, w.
+std::vector<Chunk> stage_times(const StepCosts& c) {
+  std::vector<Chunk> out;
+  out.reserve(c.stages.size());
+  for (const StageCost& sc : c.stages)
+    out.push_back({pass_time(sc.forward, c), pass_time(sc.backward, c), pass_time(sc.input_grad, c), pass_time(sc.weight_grad, c)});
+  return out;
+}
+
+Chunk chunk_of(const std::vector<Chunk>& times, const std::vector<std::int64_t>& stages) {
   Chunk k;
   for (std::int64_t s : stages) {
-    const StageCost& sc = c.stages[static_cast<std::size_t>(s)];
-    k.f += pass_time(sc.forward, c);
-    k.b += pass_time(sc.backward, c);
-    k.bi += pass_time(sc.input_grad, c);
-    k.w += pass_time(sc.weight_grad, c);
+    const Chunk& t = times[static_cast<std::size_t>(s)];
+    k.f += t.f;
+    k.b += t.b;
+    k.bi += t.bi;
+    k.w += t.w;
   }
   double n = static_cast<double>(stages.size());
   k.f /= n, k.b /= n, k.bi /= n, k.w /= n;
@@ -48,7 +61,8 @@ StepEstimate estimate_step(const Job& job, const StepCosts& c) {
   const auto m = static_cast<double>(job.microbatches());
   const auto pp = static_cast<double>(p.pp);
   std::vector<Chunk> ranks;
-  for (std::int64_t r = 0; r < p.pp; ++r) ranks.push_back(chunk_of(c, stages_of_rank(p.schedule, r, p.pp, p.vp)));
+  const std::vector<Chunk> times = stage_times(c);
+  for (std::int64_t r = 0; r < p.pp; ++r) ranks.push_back(chunk_of(times, stages_of_rank(p.schedule, r, p.pp, p.vp)));
   auto total = [&](auto field) {
     double s = 0;
     for (const Chunk& k : ranks) s += field(k);
