@@ -152,7 +152,8 @@ Json plan_json(const Job& base, const PlanSpace& space, const PlanOutcome& o, st
           {"pareto", pareto},
           {"near_misses", misses},
           {"scenario_layout", describe_layout(base)},
-          {"scenario_rank", rank ? Json(*rank) : Json()}};
+          {"scenario_rank", rank ? Json(*rank) : Json()},
+          {"scenario_result", rank ? result_json(o.ranked[*rank - 1]) : Json()}};
 }
 
 std::string plan_svg(const Job& base, const PlanOutcome& o) {
