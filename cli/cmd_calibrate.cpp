@@ -47,12 +47,11 @@ ProfileRef find_profile(const std::string& ref) {
 }
 
 // Without --profile, GPU measurements name their device: its bundled profile is the one to calibrate.
-std::string profile_to_calibrate(const Args& args) {
+std::string profile_to_calibrate(const Args& args, const std::vector<Measurements>& measured) {
   if (args.flag("--profile")) return args.value("--profile");
-  if (args.positionals().empty())
-    throw UsageError("--profile P is required for nccl-tests logs: the fabric profile to calibrate");
-  const std::string& first = args.positional(0);
-  const std::string device = read_measurements(read_json(first), first).device;
+  if (measured.empty()) throw UsageError("--profile P is required for nccl-tests logs: the fabric profile to calibrate");
+  const std::string& first = measured.front().file;
+  const std::string& device = measured.front().device;
   std::optional<GpuSpec> bundled = bundled_gpu_profile(device);
   if (!bundled) throw UsageError(fmt::format("no bundled GPU profile matches \"{}\" (from {}): give --profile P", device, first));
   std::cerr << fmt::format("calibrating {} (the bundled profile of {}, the device in {})\n", bundled->id, device, first);
@@ -61,7 +60,9 @@ std::string profile_to_calibrate(const Args& args) {
 
 int run_calibrate(const Args& args) {
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
-  ProfileRef ref = find_profile(profile_to_calibrate(args));
+  std::vector<Measurements> measured;
+  for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
+  ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
   Json raw = read_json(ref.path.string());
   Diagnostics d;
   SourceFile src{ref.path.string(), ref.path.parent_path(), &d, {}};
@@ -83,12 +84,10 @@ int run_calibrate(const Args& args) {
     return kOk;
   }
   if (!args.values("--nccl-tests").empty()) throw UsageError("nccl-tests logs calibrate a fabric profile, not the GPU " + args.value("--profile"));
-  std::vector<Measurements> measured;
-  for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   if (measured.empty()) throw UsageError("a GPU profile is calibrated from GEMM measurements: give MEASUREMENTS.json");
   c = calibrate_gpu(raw, *gpu, measured);
-  if (c.gemm.empty() && !c.memory)
-    throw UsageError("the measurements hold fewer than two GEMMs of any one dtype and no memory runs: nothing to fit");
+  if (c.gemm.empty() && !c.memory && !c.kernel_overhead)
+    throw UsageError("the measurements hold fewer than two GEMMs of any one dtype, no memory runs and no launches: nothing to fit");
   write_file(args.value("-o"), c.profile.dump(2) + "\n");
   if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
   else std::cout << calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));

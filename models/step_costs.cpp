@@ -139,7 +139,7 @@ std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std
 }
 
 bool recomputed(const LayerOp& op, const Recompute& r) {
-  auto ends = [&](std::string_view s) { return op.name.size() >= s.size() && op.name.compare(op.name.size() - s.size(), s.size(), s) == 0; };
+  auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
   if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;
   if (r.norms && ends("norm")) return true;
   if (r.mla_up_proj && (ends("q up-projection") || ends("kv up-projection"))) return true;

@@ -21,14 +21,13 @@ double sm_penalty(double overlapped, const StepCosts& c) {
 // traffic (ZeRO's gathers and scatters) holds SMs beside it. The background runs from the pass's
 // start, so it overlaps the compute in the share compute takes of the pass.
 double pass_time(const Pass& p, const StepCosts& c) {
-  double segments = 0, compute = 0, port = c.network[static_cast<std::size_t>(CommKind::dp)] ? p.background : 0.0;
-  for (const Segment& g : p.segments) {  // one pass over the segments: span(), compute() and port_load() at once
+  double segments = 0, compute = 0;
+  for (const Segment& g : p.segments) {
     segments += g.span();
     compute += g.compute;
-    if (c.network[static_cast<std::size_t>(g.kind)]) port += g.comm;
   }
   const double overlap = segments > 0 ? std::min(p.background, segments) * compute / segments : 0.0;
-  return std::max({segments + sm_penalty(overlap, c), p.background, port});
+  return std::max({segments + sm_penalty(overlap, c), p.background, p.port_load(c.network)});
 }
 
 // Each stage's pass times, computed once: f, b, bi, w.

@@ -123,7 +123,7 @@ Json comparison_json(const Comparison& c) {
                      {"measured_bubble", r.measured_bubble},
                      {"predicted_bubble", r.predicted_bubble}});
   for (const OpComparison& o : c.ops)
-    ops.push_back({{"op", o.op}, {"pass", kPassNames[o.pass]}, {"kind", o.kind}, {"runs_per_step", o.runs_per_step},
+    ops.push_back({{"op", o.op}, {"pass", std::string(pass_key(o.pass))}, {"kind", o.kind}, {"runs_per_step", o.runs_per_step},
                    {"measured_s", o.measured}, {"predicted_s", o.predicted}});
   Json kinds = Json::array();
   for (const KindComparison& k : c.kinds) kinds.push_back({{"kind", k.kind}, {"measured_s", k.measured}, {"predicted_s", k.predicted}});

@@ -11,6 +11,8 @@ namespace {
 constexpr const char* kPassNames[] = {"forward", "input_grad", "weight_grad"};
 }
 
+std::string_view pass_key(int pass) { return kPassNames[pass]; }
+
 double MeasuredRun::median_step() const {
   if (step_seconds.empty()) return 0;
   std::vector<double> s = step_seconds;

@@ -15,6 +15,9 @@ struct MeasuredOp {
   double start = 0, end = 0;         // seconds from the step's start
 };
 
+// A pass's name in the measured-run file and in plumb compare's JSON: forward, input_grad, weight_grad.
+std::string_view pass_key(int pass);
+
 struct MeasuredOpTime {
   std::string op;     // "stage 2 · q up-projection"
   int pass = 0;       // 0 forward, 1 input gradient, 2 weight gradient

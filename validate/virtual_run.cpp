@@ -26,10 +26,6 @@ std::int64_t default_sms(const VirtualRunOptions& o, std::int64_t gpu_sms) {
   return std::max<std::int64_t>(1, gpu_sms / o.stages / 8 * 8);
 }
 
-bool ends_with(const std::string& s, std::string_view tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // The model one GPU of the full layout runs, with TP's sharding kept as narrower shapes.
 void keep_tp_shapes(ModelSpec& m, std::int64_t tp) {
   if (tp == 1) return;
@@ -163,11 +159,11 @@ struct KernelMapper {
     }
     k.bytes = op.bytes[p];
     const double h = static_cast<double>(job.model.hidden);
-    if (ends_with(op.name, "norm") && pass < 2) {
+    if (op.name.ends_with("norm") && pass < 2) {
       k.kind = KernelKind::rmsnorm;
       k.cols = job.model.hidden;
       k.rows = std::llround(op.bytes[0] / (2 * h * 2));  // forward reads and writes rows × h in 16 bits
-    } else if (ends_with(op.name, "SwiGLU")) {
+    } else if (op.name.ends_with("SwiGLU")) {
       k.kind = KernelKind::swiglu;
       k.cols = ffn_width(op.name);
       k.rows = std::llround(op.bytes[0] / (3.0 * static_cast<double>(k.cols) * 2));  // reads 2f, writes f, 16 bits
