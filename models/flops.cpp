@@ -1,5 +1,7 @@
 #include "models/flops.hpp"
 
+#include <algorithm>
+
 namespace plumb {
 namespace {
 
@@ -142,6 +144,8 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
           std::string(kExpertPrefix), CommPoint::none);
   ops[ops.size() - 3].quantize_rows = T / sp;  // DeepSeek-V3 §3.3.3: quantized to fp8, then dispatched
+  const double local_experts = std::max(1.0, static_cast<double>(moe.experts) / static_cast<double>(c.ep));
+  ops[ops.size() - 3].groups = ops.back().groups = local_experts;
   if (c.ep > 1) ops.back().after = CommPoint::ep_combine;
   if (moe.shared_experts > 0)
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
@@ -183,10 +187,11 @@ std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
 }
 
 GemmShape gemm_shape(const LayerOp& op, int pass) {
+  const double rows = op.rows / op.groups;
   switch (pass) {
-    case 0: return {op.rows, op.out, op.in};
-    case 1: return {op.rows, op.in, op.out};
-    default: return {op.in, op.out, op.rows};
+    case 0: return {rows, op.out, op.in, op.groups};
+    case 1: return {rows, op.in, op.out, op.groups};
+    default: return {op.in, op.out, rows, op.groups};
   }
 }
 

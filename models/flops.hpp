@@ -42,11 +42,16 @@ struct LayerOp {
   // quantized before it is replicated (MoE: once per token before dispatch, not per expert copy).
   bool shares_input = false;
   double quantize_rows = -1;  // < 0: `rows`
+  // Independent GEMMs the rows split into: a rank's routed experts run as one grouped GEMM, each
+  // expert over its own rows (rows / groups of them).
+  double groups = 1;
 };
 
-// The (M, N, K) of a GEMM op's pass (0 forward, 1 input gradient, 2 weight gradient): C[M×N] = A[M×K]·B[K×N].
+// The (M, N, K) of each of a GEMM op's `groups` GEMMs in a pass (0 forward, 1 input gradient, 2 weight
+// gradient): C[M×N] = A[M×K]·B[K×N]. A group's rows are M in the forward and input gradient, K in the
+// weight gradient.
 struct GemmShape {
-  double m = 0, n = 0, k = 0;
+  double m = 0, n = 0, k = 0, groups = 1;
 };
 GemmShape gemm_shape(const LayerOp& op, int pass);
 

@@ -1,5 +1,6 @@
 #include "models/hardware.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <vector>
 
@@ -80,6 +81,25 @@ double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
   return e;
 }
 
+GemmShapeModel::Tiling GemmShapeModel::tiling(double m, double n, double k, double groups, std::int64_t sms) const {
+  const double tm = static_cast<double>(tile_m), tn = static_cast<double>(tile_n), units = static_cast<double>(std::max<std::int64_t>(1, sms));
+  const double tiles = groups * std::ceil(m / tm) * std::ceil(n / tn);
+  const double split = std::max(1.0, std::floor(units / tiles));
+  const double work = tiles * split, waves = std::ceil(work / units);
+  const double area = groups * m * n / (tiles * tm * tn);
+  return {k / split, area * work / (waves * units)};
+}
+
+double GemmShapeModel::efficiency(double m, double n, double k, double groups, std::int64_t sms) const {
+  const Tiling t = tiling(m, n, k, groups, sms);
+  return ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy;
+}
+
+double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype) const {
+  if (auto it = gemm_model.find(dtype); it != gemm_model.end()) return it->second.efficiency(m, n, k, groups, sms);
+  return gemm_efficiency_at(2 * m * n * k * groups, dtype);
+}
+
 std::string_view math_dtype_name(MathDtype d) {
   switch (d) {
     case MathDtype::fp32: return "fp32";
@@ -110,6 +130,38 @@ void read_efficiency_table(ObjectReader& r, const char* key, std::vector<std::pa
   }
 }
 
+// {"bf16": {"ceiling", "k_overhead", "tile": [m, n]}, "fp8": {...}}: a dtype the GPU has a peak for.
+void read_gemm_models(ObjectReader& r, GpuSpec& g) {
+  const Json* models = r.child("gemm_model", Need::optional);
+  if (!models) return;
+  ObjectReader mr(*models, r.pointer("gemm_model"), r.source());
+  if (!mr.is_object()) return;
+  for (MathDtype d : {MathDtype::bf16, MathDtype::fp8}) {
+    const Json* node = mr.child(math_dtype_name(d), Need::optional);
+    if (!node) continue;
+    if (!g.peak_dense.count(d)) {
+      mr.error(math_dtype_name(d), fmt::format("the GPU has no {} peak in peak_dense: add it or remove this model", math_dtype_name(d)));
+      continue;
+    }
+    ObjectReader m(*node, mr.pointer(math_dtype_name(d)), r.source());
+    GemmShapeModel model;
+    model.ceiling = m.number("ceiling", Need::required, 0.01, 1.0).value_or(1.0);
+    model.k_overhead = m.number("k_overhead", Need::required, 0.0, 1e6).value_or(0.0);
+    if (const Json* tile = m.child("tile", Need::required)) {
+      if (!tile->is_array() || tile->size() != 2 || !(*tile)[0].is_number_integer() || !(*tile)[1].is_number_integer() ||
+          (*tile)[0].get<std::int64_t>() < 1 || (*tile)[1].get<std::int64_t>() < 1)
+        m.error("tile", "expected [tile_m, tile_n], two positive integers such as [128, 128]");
+      else {
+        model.tile_m = (*tile)[0].get<std::int64_t>();
+        model.tile_n = (*tile)[1].get<std::int64_t>();
+      }
+    }
+    m.finish();
+    g.gemm_model[d] = model;
+  }
+  mr.finish();
+}
+
 }  // namespace
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
@@ -131,6 +183,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     }
     read_efficiency_table(r, "gemm_efficiency", g.gemm_efficiency);
     read_efficiency_table(r, "gemm_efficiency_fp8", g.gemm_efficiency_fp8);
+    read_gemm_models(r, g);
     g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
     g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
     auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
@@ -141,6 +194,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
                                      "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"};
     if (!g.gemm_efficiency.empty()) figures.emplace_back("gemm_efficiency");
     if (!g.gemm_efficiency_fp8.empty()) figures.emplace_back("gemm_efficiency_fp8");
+    if (!g.gemm_model.empty()) figures.emplace_back("gemm_model");
     if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
     if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
     if (hbm_efficiency) figures.emplace_back("hbm_efficiency");

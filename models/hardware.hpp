@@ -12,6 +12,25 @@ namespace plumb {
 
 enum class MathDtype { fp32, tf32, bf16, fp8 };
 
+// GEMM efficiency by shape, fitted to measured GEMMs. The output is cut into tile_m × tile_n tiles;
+// each tile runs its K steps plus a fixed `k_overhead` more (prologue, epilogue, filling the
+// pipeline), and the tiles run in waves over the SMs. Partial tiles at the edges compute in full, a
+// last wave that leaves SMs idle costs a whole wave, and a GEMM with fewer tiles than SMs splits K
+// to fill them (split-K). `ceiling` is the share of the dense peak a tile reaches in the limit of
+// long K: efficiency = ceiling · K/(K + k_overhead) · (useful tile area) · (busy share of the waves).
+struct GemmShapeModel {
+  double ceiling = 1.0;
+  double k_overhead = 0;
+  std::int64_t tile_m = 128, tile_n = 128;
+  // How `groups` GEMMs of m × n × k each (a grouped expert GEMM) tile `sms` SMs: the K steps each tile
+  // runs (after split-K) and the share of the SMs' tile time that is useful work.
+  struct Tiling {
+    double k_steps = 0, busy = 1;
+  };
+  Tiling tiling(double m, double n, double k, double groups, std::int64_t sms) const;
+  double efficiency(double m, double n, double k, double groups, std::int64_t sms) const;
+};
+
 struct GpuSpec {
   std::string id;    // catalogue name ("h800-sxm") or file path
   std::string name;  // "NVIDIA H800 SXM5 80GB"
@@ -34,6 +53,11 @@ struct GpuSpec {
   std::int64_t efficiency_sms = 0;
   // 1 when the profile has no table for the dtype.
   double gemm_efficiency_at(double flops, MathDtype dtype = MathDtype::bf16) const;
+  // By shape, per dtype; where the profile has one it prices every GEMM whose shape is known (the
+  // tables stay for those whose shape is not: unfused attention's batched GEMMs).
+  std::map<MathDtype, GemmShapeModel> gemm_model;
+  // The shape model's efficiency where the dtype has one, else the table's for the GEMMs' FLOPs.
+  double gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype) const;
   // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
   // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.
   double kernel_overhead = 0;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/collective.hpp"
 #include "validate/bench_plan.hpp"
@@ -13,6 +14,7 @@
 #include "validate/nccl_tests_log.hpp"
 
 using namespace plumb;
+using test::profile_file;
 
 namespace {
 
@@ -26,13 +28,6 @@ std::string fixture(const std::string& name) {
 Json json_of(const std::string& text) { return Json::parse(text); }
 
 double relative(double a, double b) { return std::abs(a / b - 1); }
-
-Json profile_file(const char* folder, const char* name) { return json_of([&] {
-  std::ifstream in(data_dir() / folder / (std::string(name) + ".json"));
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}()); }
 
 // The bundled H100 profile calibrated from `m`, and the profile it writes read back as plumb reads it.
 struct H100Calibration {
@@ -219,10 +214,11 @@ TEST_CASE("plumb-validate bench times exactly the GEMMs plumb costs, and its fil
   auto has = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
     return std::any_of(gemms.begin(), gemms.end(), [&](const BenchGemm& g) { return g.m == m && g.n == n && g.k == k; });
   };
-  // The routed experts' gate+up projection on one EP rank: 4096 tokens × top-8 rows, 7168 → 2·2048.
-  CHECK(has(32768, 4096, 7168));  // forward
-  CHECK(has(32768, 7168, 4096));  // input gradient
-  CHECK(has(7168, 4096, 32768));  // weight gradient
+  // The routed experts' gate+up projection on one EP rank: 4096 tokens × top-8 rows over its 4
+  // experts, 8192 each, 7168 → 2·2048.
+  CHECK(has(8192, 4096, 7168));  // forward
+  CHECK(has(8192, 7168, 4096));  // input gradient
+  CHECK(has(7168, 4096, 8192));  // weight gradient
   CHECK(has(256, 256, 256));
   CHECK(has(16384, 16384, 16384));
   for (std::size_t i = 1; i < gemms.size(); ++i)  // no shape twice, smallest first
@@ -233,4 +229,49 @@ TEST_CASE("plumb-validate bench times exactly the GEMMs plumb costs, and its fil
   CHECK(m.gemm.size() == 2);
   CHECK(m.device == "NVIDIA H100 80GB HBM3");
   CHECK(m.gemm[1].seconds == 2e-5);
+}
+
+TEST_CASE("GEMMs of several K calibrate the shape model: a known model is recovered, and the calibrated profile uses it") {
+  // Times from a closed-form shape model (ceiling 0.7, 300 K steps a 128×128 tile) over shapes of
+  // several K, wave counts and a split-K one: the fit returns that model and the profile prices by it.
+  GemmShapeModel truth;
+  truth.ceiling = 0.7;
+  truth.k_overhead = 300;
+  const std::int64_t shapes[][3] = {{4096, 4096, 512}, {4096, 4096, 2048}, {8192, 7168, 7168}, {2048, 1024, 4096},
+                                    {4096, 2112, 7168}, {16384, 16384, 1024}, {512, 512, 8192}};
+  std::vector<std::pair<BenchGemm, double>> timed;
+  for (const auto& s : shapes) {
+    const double m = static_cast<double>(s[0]), n = static_cast<double>(s[1]), k = static_cast<double>(s[2]);
+    timed.emplace_back(BenchGemm{s[0], s[1], s[2], "shape"}, 2 * m * n * k / (truth.efficiency(m, n, k, 1, 132) * 989.4e12));
+  }
+  Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed), "shape.json");
+  auto [c, calibrated] = calibrate_h100(m);
+  REQUIRE(c.gemm.size() == 1);
+  REQUIRE(c.gemm[0].shape);
+  CHECK(relative(c.gemm[0].shape->model.ceiling, 0.7) < 1e-9);
+  CHECK(relative(c.gemm[0].shape->model.k_overhead, 300) < 1e-6);
+  CHECK(c.gemm[0].shape->rms_relative_error < 1e-9);
+  const GemmShapeModel& fitted = calibrated.gemm_model.at(MathDtype::bf16);
+  CHECK(fitted.ceiling == doctest::Approx(0.7));
+  CHECK(fitted.k_overhead == doctest::Approx(300));
+  // The bundled fp8 model was not refitted: it stays, its earlier source kept beside the new one.
+  CHECK(calibrated.gemm_model.count(MathDtype::fp8) == 1);
+  CHECK(calibrated.sources.at("gemm_model").find("bf16: fitted by plumb calibrate") == 0);
+  CHECK(calibrated.sources.at("gemm_model").find("earlier:") != std::string::npos);
+  CHECK(calibration_report(c).find("ceiling 0.700, k_overhead 300 K steps on 128x128 tiles") != std::string::npos);
+}
+
+TEST_CASE("GEMMs of one K cannot separate ceiling from overhead: the bundled shape model goes, so the fitted table decides") {
+  std::vector<std::pair<BenchGemm, double>> timed;
+  for (std::int64_t s : {2048, 4096, 8192, 16384}) {  // at least 132 tiles each: no split-K
+    const double f = 2.0 * static_cast<double>(s) * static_cast<double>(s) * 4096;
+    timed.emplace_back(BenchGemm{s, s, 4096, "one K", MathDtype::fp8}, f / (0.5 * 1978.9e12));
+  }
+  Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", timed), "onek.json");
+  auto [c, calibrated] = calibrate_h100(m);
+  REQUIRE(c.gemm.size() == 1);
+  CHECK_FALSE(c.gemm[0].shape);
+  CHECK(calibrated.gemm_model.count(MathDtype::fp8) == 0);
+  CHECK(calibrated.gemm_model.count(MathDtype::bf16) == 1);
+  CHECK(calibrated.gemm_efficiency_of(4096, 4096, 4096, 1, MathDtype::fp8) == doctest::Approx(0.5).epsilon(0.01));
 }

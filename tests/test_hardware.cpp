@@ -10,6 +10,7 @@ using namespace plumb;
 
 using test::fabric;
 using test::gpu;
+using test::profile_file;
 
 TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   auto names = catalogue_names(kGpuProfiles);
@@ -20,10 +21,10 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     // Every figure, the efficiencies included, has its source: nine everywhere, Hopper's fp8 GEMM
     // table and backward attention efficiency, and the HBM efficiency where one was measured.
     std::size_t optional = !g.gemm_efficiency_fp8.empty() + g.attention_backward_efficiency.has_value() +
-                           g.sources.count("hbm_efficiency");
+                           g.sources.count("hbm_efficiency") + !g.gemm_model.empty();
     CHECK(g.sources.size() == 9 + optional);
     bool hopper = name == "h100-sxm" || name == "h800-sxm" || name == "h200-sxm";
-    CHECK(optional == (hopper ? 3u : name == "a100-sxm-80gb" ? 1u : 0u));
+    CHECK(optional == (hopper ? 4u : name == "a100-sxm-80gb" ? 1u : 0u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
     // Tensor-core fp8 doubles bf16 wherever fp8 exists (Hopper whitepaper; B200 datasheet), to the
@@ -63,4 +64,58 @@ TEST_CASE("fabric figures match the published ones") {
   FabricSpec selene = fabric("selene-a100-hdr");
   CHECK(selene.nics_per_node == 8);
   CHECK(selene.nic_rate == doctest::Approx(25e9));
+}
+
+TEST_CASE("the Hopper GEMM shape model gives DeepGEMM's measured H800 fp8 rates and the MAMF bf16 ceiling") {
+  // deepseek-ai/DeepGEMM README (Feb 2025, H800, NVCC 12.8), the training-shaped rows: (groups, M, N,
+  // K, TFLOP/s). The flat table the model replaced missed 4096×32768×512 by +68%.
+  struct Row {
+    double groups, m, n, k, tflops;
+  };
+  const Row rows[] = {{1, 4096, 2112, 7168, 1058}, {1, 4096, 24576, 1536, 990}, {1, 4096, 32768, 512, 590},
+                      {1, 4096, 4096, 7168, 1304}, {1, 4096, 7168, 2048, 1025}, {1, 4096, 7168, 16384, 1358},
+                      {4, 8192, 4096, 7168, 1297}, {4, 8192, 7168, 2048, 1099}, {8, 4096, 4096, 7168, 1288},
+                      {8, 4096, 7168, 2048, 1093}};
+  const GpuSpec h800 = gpu("h800-sxm");
+  for (const Row& r : rows) {
+    INFO(r.groups << "×" << r.m << "×" << r.n << "×" << r.k);
+    double rate = h800.gemm_efficiency_of(r.m, r.n, r.k, r.groups, MathDtype::fp8) * h800.peak_dense.at(MathDtype::fp8);
+    CHECK(rate == doctest::Approx(r.tflops * 1e12).epsilon(0.03));
+  }
+  // bf16: ml-engineering's MAMF, 792.1 of 989 TFLOP/s at its best shape 6144×17920×2816.
+  CHECK(gpu("h100-sxm").gemm_efficiency_of(6144, 17920, 2816, 1, MathDtype::bf16) == doctest::Approx(792.1 / 989).epsilon(0.005));
+  // No shape data for the A100: its GEMMs keep the table by size.
+  CHECK(gpu("a100-sxm-80gb").gemm_model.empty());
+}
+
+TEST_CASE("the GEMM shape model: partial tiles, a last wave's idle SMs and split-K for small GEMMs") {
+  GemmShapeModel m;
+  m.ceiling = 0.8;
+  m.k_overhead = 100;
+  // 132 tiles of 128×128 fill 132 SMs in one wave; one tile more needs a second wave, half idle.
+  CHECK(m.efficiency(128 * 132, 128, 900, 1, 132) == doctest::Approx(0.8 * 0.9));
+  CHECK(m.efficiency(128 * 133, 128, 900, 1, 132) == doctest::Approx(0.8 * 0.9 * 133.0 / 264));
+  // Half a tile's rows still cost the whole tile.
+  CHECK(m.efficiency(64, 128 * 132, 900, 1, 132) == doctest::Approx(0.8 * 0.9 * 0.5));
+  // 33 tiles on 132 SMs: K splits four ways, each part 900 steps against the same overhead.
+  CHECK(m.efficiency(128 * 33, 128, 3600, 1, 132) == doctest::Approx(0.8 * 0.9 * 132.0 / 132));
+  // A grouped GEMM tiles each group apart: 4 groups of 100 rows are 4 tiles, not 4·100/128.
+  CHECK(m.tiling(100, 128, 900, 4, 132).busy == doctest::Approx(400.0 / 512 * 1.0));
+}
+
+TEST_CASE("a GPU profile's gemm_model is read strictly") {
+  auto errors_of = [](const Json& model) {
+    Json p = profile_file("hw_profiles/gpus", "a100-sxm-80gb");
+    p["gemm_model"] = model;
+    p["sources"]["gemm_model"] = "test";
+    Diagnostics d;
+    SourceFile src{"a100.json", data_dir(), &d, {}};
+    read_gpu(p, "", src);
+    return d.empty() ? std::string() : d.list().front().pointer + ": " + d.list().front().message;
+  };
+  CHECK(errors_of({{"bf16", {{"ceiling", 0.8}, {"k_overhead", 100}, {"tile", {128, 128}}}}}).empty());
+  CHECK(errors_of({{"bf16", {{"ceiling", 0.8}, {"k_overhead", 100}, {"tile", {0, 128}}}}}).find("/gemm_model/bf16/tile") == 0);
+  CHECK(errors_of({{"fp8", {{"ceiling", 0.8}, {"k_overhead", 100}, {"tile", {128, 128}}}}}).find("no fp8 peak") != std::string::npos);
+  CHECK(errors_of({{"bf16", {{"ceiling", 1.5}, {"k_overhead", 100}, {"tile", {128, 128}}}}}).find("/gemm_model/bf16/ceiling") == 0);
+  CHECK(errors_of({{"bf16", {{"ceiling", 0.8}, {"tile", {128, 128}}}}})== "/gemm_model/bf16: missing key \"k_overhead\"");
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
+#include <set>
 
 #include "models/collective.hpp"
 #include "models/diagnostics.hpp"
@@ -76,6 +77,17 @@ std::string fit_source(const std::string& what, const std::string& files, std::s
   return fmt::format("fitted by plumb calibrate from {} ({}; {} points, RMS relative error {:.1f}%)", files, what, points, 100 * rms);
 }
 
+// The shape model for one dtype's GEMMs on the profile's tile (128×128 where it has none); none when
+// the GEMMs do not span two K values, which the fit needs to tell the K overhead from the ceiling.
+std::optional<GemmShapeFit> fit_shape(const std::vector<GemmShapePoint>& points, const GpuSpec& gpu, MathDtype dtype) {
+  GemmShapeModel tile;
+  if (auto it = gpu.gemm_model.find(dtype); it != gpu.gemm_model.end()) tile = it->second;
+  std::set<double> ks;
+  for (const GemmShapePoint& p : points) ks.insert(tile.tiling(p.m, p.n, p.k, p.groups, gpu.sms).k_steps);
+  if (ks.size() < 2) return std::nullopt;
+  return fit_gemm_shape(points, tile.tile_m, tile.tile_n, gpu.sms);
+}
+
 }  // namespace
 
 Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const std::vector<Measurements>& measured) {
@@ -98,18 +110,39 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
         "measured by plumb calibrate from {}: back-to-back empty kernels, median of {} files", files, launches.size());
   }
   // One efficiency table per dtype the GPU has a peak for: bf16 GEMMs set gemm_efficiency, fp8 ones
-  // (against the fp8 peak) gemm_efficiency_fp8.
+  // (against the fp8 peak) gemm_efficiency_fp8; and, where the GEMMs span several K, gemm_model.<dtype>.
+  std::string shape_sources;
   for (auto [dtype, field] : {std::pair{MathDtype::bf16, "gemm_efficiency"}, std::pair{MathDtype::fp8, "gemm_efficiency_fp8"}}) {
     if (!gpu.peak_dense.count(dtype)) continue;
     std::vector<double> flops, efficiency;
+    std::vector<GemmShapePoint> shapes;
     for (const Measurements& m : measured)
       for (const GemmMeasurement& g : m.gemm) {
         if (g.dtype != dtype) continue;
         flops.push_back(g.flops());
         efficiency.push_back(g.flops() / std::max(g.seconds - overhead, 0.05 * g.seconds) / gpu.peak_dense.at(dtype));
+        shapes.push_back({g.m, g.n, g.k, 1.0, efficiency.back()});
       }
     if (flops.size() < 2) continue;
     GemmFit f;
+    f.shape = fit_shape(shapes, gpu, dtype);
+    if (!f.shape && c.profile.contains("gemm_model") && c.profile["gemm_model"].contains(math_dtype_name(dtype))) {
+      // The bundled shape model would outrank the table fitted here: it goes, so the measurements decide.
+      c.profile["gemm_model"].erase(std::string(math_dtype_name(dtype)));
+      if (c.profile["gemm_model"].empty()) {
+        c.profile.erase("gemm_model");
+        c.profile["sources"].erase("gemm_model");
+      }
+    }
+    if (f.shape) {
+      const GemmShapeModel& s = f.shape->model;
+      const std::string name(math_dtype_name(dtype));
+      c.profile["gemm_model"][name] = {{"ceiling", std::round(s.ceiling * 1000) / 1000}, {"k_overhead", std::round(s.k_overhead)}, {"tile", {s.tile_m, s.tile_n}}};
+      shape_sources += fmt::format("{}{}: {}", shape_sources.empty() ? "" : "; ", name,
+                                   fit_source(fmt::format("{} GEMMs by shape on {}x{} tiles, ceiling {:.3f}, k_overhead {:.0f} K steps", name,
+                                                          s.tile_m, s.tile_n, s.ceiling, s.k_overhead),
+                                              files, shapes.size(), f.shape->rms_relative_error));
+    }
     f.dtype = dtype;
     f.field = field;
     f.curve = fit_efficiency(flops, efficiency);
@@ -122,6 +155,14 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
         fit_source(fmt::format("{} GEMMs, e(F) = {:.3f}·F/(F + {:.3g})", math_dtype_name(dtype), f.curve.e_max, f.curve.f_half), files,
                    f.points, f.curve.rms_relative_error);
     c.gemm.push_back(std::move(f));
+  }
+  if (!shape_sources.empty()) {
+    // A model the measurements did not refit keeps its earlier source beside the new one.
+    std::string before = c.profile["sources"].value("gemm_model", std::string());
+    bool all_refitted = true;
+    for (auto& [name, model] : c.profile["gemm_model"].items())
+      all_refitted = all_refitted && shape_sources.find(name + ": fitted") != std::string::npos;
+    c.profile["sources"]["gemm_model"] = all_refitted || before.empty() ? shape_sources : shape_sources + "; earlier: " + before;
   }
   // Streaming kernels: the median share of the datasheet bandwidth becomes hbm_efficiency.
   std::vector<double> shares;
@@ -233,6 +274,10 @@ std::string calibration_report(const Calibration& c) {
     out += fmt::format("GEMM efficiency ({}, {}): e(F) = {:.3f} · F / (F + {:.3g} FLOPs) over {} GEMMs, RMS error {:.1f}%\n",
                        math_dtype_name(g.dtype), g.field, g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
     for (const auto& [from, e] : g.table) out += fmt::format("  from {:>8.0e} FLOPs: {:.3f}\n", from, e);
+    if (g.shape)
+      out += fmt::format("GEMM efficiency by shape ({}, gemm_model): ceiling {:.3f}, k_overhead {:.0f} K steps on {}x{} tiles, RMS error {:.1f}%\n",
+                         math_dtype_name(g.dtype), g.shape->model.ceiling, g.shape->model.k_overhead, g.shape->model.tile_m,
+                         g.shape->model.tile_n, 100 * g.shape->rms_relative_error);
   }
   if (c.memory)
     out += fmt::format("HBM efficiency: {:.3f} of the datasheet bandwidth (median of {} streaming runs, {:.3f}–{:.3f})\n",
@@ -261,9 +306,14 @@ std::string calibration_report(const Calibration& c) {
 
 Json calibration_json(const Calibration& c) {
   Json fits = Json::array();
-  for (const GemmFit& g : c.gemm)
+  for (const GemmFit& g : c.gemm) {
     fits.push_back({{"term", g.field}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"e_max", g.curve.e_max}, {"f_half", g.curve.f_half},
                     {"points", g.points}, {"rms_relative_error", g.curve.rms_relative_error}});
+    if (g.shape)
+      fits.push_back({{"term", "gemm_model"}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"ceiling", g.shape->model.ceiling},
+                      {"k_overhead", g.shape->model.k_overhead}, {"tile", {g.shape->model.tile_m, g.shape->model.tile_n}},
+                      {"points", g.points}, {"rms_relative_error", g.shape->rms_relative_error}});
+  }
   if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
   if (c.memory)
     fits.push_back({{"term", "hbm_efficiency"}, {"value", c.memory->efficiency}, {"lowest", c.memory->lowest},

@@ -1,5 +1,5 @@
 #pragma once
-// plumb calibrate: fits a GPU profile's GEMM efficiency table to measured GEMMs and a fabric
+// plumb calibrate: fits a GPU profile's GEMM efficiency (its table by size and its model by shape) to measured GEMMs and a fabric
 // profile's bandwidths to nccl-tests logs, writes the calibrated profile (every fitted figure with
 // its fit as its source) and reports the fit error per term and plumb's collective prediction with
 // the calibrated profile against every measured row.
@@ -53,6 +53,7 @@ struct GemmFit {
   EfficiencyCurve curve;
   std::vector<std::pair<double, double>> table;  // the profile's new rows for `field`
   std::size_t points = 0;
+  std::optional<GemmShapeFit> shape;  // gemm_model.<dtype>, when the GEMMs span several K
 };
 
 // The share of the datasheet HBM bandwidth streaming kernels reached: the median over the

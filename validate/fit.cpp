@@ -42,21 +42,53 @@ AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>
   return f;
 }
 
+namespace {
+
+// y = a + b/x fitted as a line in 1/x, weighted for the relative error of y.
+Eigen::Vector2d solve_reciprocal(const std::vector<double>& x, const std::vector<double>& y) {
+  std::vector<double> inv_x, w;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    inv_x.push_back(1.0 / x[i]);
+    w.push_back(1.0 / y[i]);
+  }
+  return solve(inv_x, y, w);
+}
+
+}  // namespace
+
 EfficiencyCurve fit_efficiency(const std::vector<double>& flops, const std::vector<double>& efficiency) {
   if (flops.size() != efficiency.size() || flops.size() < 2) throw std::invalid_argument("an efficiency fit needs at least two points");
-  std::vector<double> inv_f, inv_e, w;
-  for (std::size_t i = 0; i < flops.size(); ++i) {
-    inv_f.push_back(1.0 / flops[i]);
-    inv_e.push_back(1.0 / efficiency[i]);
-    w.push_back(efficiency[i]);  // relative error in 1/e
-  }
-  Eigen::Vector2d p = solve(inv_f, inv_e, w);
+  std::vector<double> inv_e;
+  for (double e : efficiency) inv_e.push_back(1.0 / e);
+  Eigen::Vector2d p = solve_reciprocal(flops, inv_e);
   EfficiencyCurve c;
   c.e_max = 1.0 / p(0);
   c.f_half = p(1) * c.e_max;
   for (std::size_t i = 0; i < flops.size(); ++i) c.relative_errors.push_back((c.at(flops[i]) - efficiency[i]) / efficiency[i]);
   c.rms_relative_error = rms(c.relative_errors);
   return c;
+}
+
+GemmShapeFit fit_gemm_shape(const std::vector<GemmShapePoint>& points, std::int64_t tile_m, std::int64_t tile_n, std::int64_t sms) {
+  if (points.size() < 2) throw std::invalid_argument("a GEMM shape fit needs at least two points");
+  GemmShapeFit f;
+  f.model.tile_m = tile_m;
+  f.model.tile_n = tile_n;
+  std::vector<double> k_steps, y;
+  for (const GemmShapePoint& g : points) {
+    GemmShapeModel::Tiling t = f.model.tiling(g.m, g.n, g.k, g.groups, sms);
+    k_steps.push_back(t.k_steps);
+    y.push_back(t.busy / g.efficiency);
+  }
+  Eigen::Vector2d p = solve_reciprocal(k_steps, y);
+  f.model.ceiling = std::min(1.0, 1.0 / p(0));
+  f.model.k_overhead = std::max(0.0, p(1) / p(0));
+  for (const GemmShapePoint& g : points) {
+    double e = f.model.efficiency(g.m, g.n, g.k, g.groups, sms);
+    f.relative_errors.push_back((e - g.efficiency) / g.efficiency);
+  }
+  f.rms_relative_error = rms(f.relative_errors);
+  return f;
 }
 
 }  // namespace plumb

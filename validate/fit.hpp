@@ -1,6 +1,9 @@
 #pragma once
 // Least-squares fits (Eigen) of plumb's cost terms to measurements.
+#include <cstdint>
 #include <vector>
+
+#include "models/hardware.hpp"
 
 namespace plumb {
 
@@ -24,5 +27,18 @@ struct EfficiencyCurve {
   double at(double flops) const { return e_max * flops / (flops + f_half); }
 };
 EfficiencyCurve fit_efficiency(const std::vector<double>& flops, const std::vector<double>& efficiency);
+
+// GEMM efficiency by shape (GemmShapeModel with the given tile): busy/e = 1/ceiling +
+// (k_overhead/ceiling)/K steps, linear in 1/K once the tile's K steps and busy share of each GEMM are
+// known, with relative weights.
+struct GemmShapePoint {
+  double m = 0, n = 0, k = 0, groups = 1, efficiency = 0;
+};
+struct GemmShapeFit {
+  GemmShapeModel model;
+  double rms_relative_error = 0;
+  std::vector<double> relative_errors;
+};
+GemmShapeFit fit_gemm_shape(const std::vector<GemmShapePoint>& points, std::int64_t tile_m, std::int64_t tile_n, std::int64_t sms);
 
 }  // namespace plumb

@@ -131,7 +131,6 @@ namespace {
 // The kernels of one op's pass, as the executor runs it.
 struct KernelMapper {
   const Job& job;
-  std::int64_t local_experts = 1;
 
   void map(const LayerOp& op, int pass, std::int32_t id, std::vector<KernelStep>& out) const {
     const auto p = static_cast<std::size_t>(pass);
@@ -142,13 +141,10 @@ struct KernelMapper {
     if (op.cls == OpClass::gemm) {
       GemmShape g = gemm_shape(op, pass);
       k.kind = KernelKind::gemm;
-      k.batch = expert_op(op) ? local_experts : 1;
-      // Experts split the token rows: rows are M in the forward and input gradient, K in the weight gradient.
-      double m = g.m, kk = g.k;
-      (pass == 2 ? kk : m) /= static_cast<double>(k.batch);
-      k.m = std::llround(m);
+      k.batch = std::llround(g.groups);  // a rank's experts: one GEMM each over its own rows
+      k.m = std::llround(g.m);
       k.n = std::llround(g.n);
-      k.k = std::llround(kk);
+      k.k = std::llround(g.k);
       k.fp8 = job.training.precision == Precision::fp8 && !op.high_precision && job.cluster.gpu.peak_dense.count(MathDtype::fp8);
       out.push_back(k);
       return;
@@ -237,7 +233,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   const ParallelLayout& p = job.layout;
   run.schedule = make_schedule(p.schedule, p.pp, job.microbatches(), p.vp);
   const OpContext ctx = op_context(job);
-  KernelMapper mapper{job, full.model.moe ? std::max<std::int64_t>(1, full.model.moe->experts / full.layout.ep) : 1};
+  KernelMapper mapper{job};
 
   std::map<std::string, std::int32_t> ids;
   const std::vector<StagePlan> plans = stage_plans(job);
