@@ -84,6 +84,7 @@ double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
 GemmShapeModel::Tiling GemmShapeModel::tiling(double m, double n, double k, double groups, std::int64_t sms) const {
   const double tm = static_cast<double>(tile_m), tn = static_cast<double>(tile_n), units = static_cast<double>(std::max<std::int64_t>(1, sms));
   const double tiles = groups * std::ceil(m / tm) * std::ceil(n / tn);
+  if (!(tiles > 0) || !(k > 0)) return {std::max(k, 0.0), 1.0};  // no work: nothing to tile
   const double split = std::max(1.0, std::floor(units / tiles));
   const double work = tiles * split, waves = std::ceil(work / units);
   const double area = groups * m * n / (tiles * tm * tn);
@@ -92,7 +93,7 @@ GemmShapeModel::Tiling GemmShapeModel::tiling(double m, double n, double k, doub
 
 double GemmShapeModel::efficiency(double m, double n, double k, double groups, std::int64_t sms) const {
   const Tiling t = tiling(m, n, k, groups, sms);
-  return ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy;
+  return t.k_steps > 0 ? ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy : ceiling;
 }
 
 double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype) const {

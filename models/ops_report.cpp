@@ -55,7 +55,7 @@ Json ops_report_json(const Job& job) {
     stages.push_back({{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}});
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
+          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype, else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
           {"stages", stages}};
 }
 
@@ -63,10 +63,11 @@ std::string ops_report_table(const Job& job) {
   OpContext c = op_context(job);
   std::string out = fmt::format(
       "{} — ops of one layer per stage, per micro-batch of {:.0f} tokens on one GPU ({} · TP{} EP{} · {})\n"
-      "times: roofline — GEMMs at the profile's measured GEMM efficiency (its fp8 table for fp8 GEMMs), fused attention at\n"
+      "times: roofline — GEMMs at the profile's measured GEMM efficiency ({}), fused attention at\n"
       "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth{}; F forward, dX input gradient,\n"
       "dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision),
+      job.cluster.gpu.gemm_model.empty() ? "its fp8 table for fp8 GEMMs" : "by shape: tiles, waves and K",
       job.cluster.gpu.kernel_overhead > 0 ? fmt::format(", each kernel {:.1f} us more", job.cluster.gpu.kernel_overhead * 1e6) : "");
   std::vector<StageOps> stages = stage_ops(job);
   std::size_t width = 34;  // the op column fits the longest name
