@@ -52,7 +52,7 @@ TEST_CASE("the analytic estimate is within 3% of the simulated step on every bun
 TEST_CASE("the analytic estimate follows the simulation under ZeRO-2 and ZeRO-3's per-micro-batch traffic") {
   // The background reductions and gathers share the network port with the pass's own traffic and hold
   // SMs beside its compute. DeepSeek-V3's DualPipe is left out: its pairs' closed form misses by ~12%.
-  for (const std::string& name : {"gpt3-175b-megatron.json", "llama3-405b-16k-h100.json", "mixtral-8x7b-256xh100.json"})
+  for (const char* name : {"gpt3-175b-megatron.json", "llama3-405b-16k-h100.json", "mixtral-8x7b-256xh100.json"})
     for (const char* zero : {"parallel.zero=2", "parallel.zero=3"}) {
       INFO(name << " " << zero);
       Run r = run(scenario(name, {zero}));
