@@ -258,7 +258,7 @@ TEST_CASE("GEMMs of several K calibrate the shape model: a known model is recove
   CHECK(calibrated.gemm_model.count(MathDtype::fp8) == 1);
   CHECK(calibrated.sources.at("gemm_model").find("bf16: fitted by plumb calibrate") == 0);
   CHECK(calibrated.sources.at("gemm_model").find("earlier:") != std::string::npos);
-  CHECK(calibration_report(c).find("ceiling 0.700, k_overhead 300 K steps on 128x128 tiles") != std::string::npos);
+  CHECK(calibration_report(c).find("ceiling 0.700, k_overhead 300 (elements of K) on 128x128 tiles") != std::string::npos);
 }
 
 TEST_CASE("GEMMs of one K cannot separate ceiling from overhead: the bundled shape model goes, so the fitted table decides") {

@@ -139,7 +139,7 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
       const std::string name(math_dtype_name(dtype));
       c.profile["gemm_model"][name] = {{"ceiling", std::round(s.ceiling * 1000) / 1000}, {"k_overhead", std::round(s.k_overhead)}, {"tile", {s.tile_m, s.tile_n}}};
       shape_sources += fmt::format("{}{}: {}", shape_sources.empty() ? "" : "; ", name,
-                                   fit_source(fmt::format("{} GEMMs by shape on {}x{} tiles, ceiling {:.3f}, k_overhead {:.0f} K steps", name,
+                                   fit_source(fmt::format("{} GEMMs by shape on {}x{} tiles, ceiling {:.3f}, k_overhead {:.0f} (elements of K)", name,
                                                           s.tile_m, s.tile_n, s.ceiling, s.k_overhead),
                                               files, shapes.size(), f.shape->rms_relative_error));
     }
@@ -275,7 +275,7 @@ std::string calibration_report(const Calibration& c) {
                        math_dtype_name(g.dtype), g.field, g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
     for (const auto& [from, e] : g.table) out += fmt::format("  from {:>8.0e} FLOPs: {:.3f}\n", from, e);
     if (g.shape)
-      out += fmt::format("GEMM efficiency by shape ({}, gemm_model): ceiling {:.3f}, k_overhead {:.0f} K steps on {}x{} tiles, RMS error {:.1f}%\n",
+      out += fmt::format("GEMM efficiency by shape ({}, gemm_model): ceiling {:.3f}, k_overhead {:.0f} (elements of K) on {}x{} tiles, RMS error {:.1f}%\n",
                          math_dtype_name(g.dtype), g.shape->model.ceiling, g.shape->model.k_overhead, g.shape->model.tile_m,
                          g.shape->model.tile_n, 100 * g.shape->rms_relative_error);
   }
