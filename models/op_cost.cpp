@@ -18,10 +18,10 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
   double peak = gpu.peak_dense.at(dtype);
   double efficiency = 1.0;
-  if (op.cls == OpClass::gemm && op.rows > 0) {
+  if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
     efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype);
-  } else if (op.cls == OpClass::gemm || job.training.attention_kernel == AttentionKernel::unfused)
+  } else if (job.training.attention_kernel == AttentionKernel::unfused)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else if (pass == 0)
     efficiency = gpu.attention_efficiency.value_or(1.0);

@@ -112,6 +112,7 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   // One efficiency table per dtype the GPU has a peak for: bf16 GEMMs set gemm_efficiency, fp8 ones
   // (against the fp8 peak) gemm_efficiency_fp8; and, where the GEMMs span several K, gemm_model.<dtype>.
   std::string shape_sources;
+  std::set<std::string> refitted;  // dtypes whose gemm_model the measurements fitted
   for (auto [dtype, field] : {std::pair{MathDtype::bf16, "gemm_efficiency"}, std::pair{MathDtype::fp8, "gemm_efficiency_fp8"}}) {
     if (!gpu.peak_dense.count(dtype)) continue;
     std::vector<double> flops, efficiency;
@@ -137,6 +138,7 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
     if (f.shape) {
       const GemmShapeModel& s = f.shape->model;
       const std::string name(math_dtype_name(dtype));
+      refitted.insert(name);
       c.profile["gemm_model"][name] = {{"ceiling", std::round(s.ceiling * 1000) / 1000}, {"k_overhead", std::round(s.k_overhead)}, {"tile", {s.tile_m, s.tile_n}}};
       shape_sources += fmt::format("{}{}: {}", shape_sources.empty() ? "" : "; ", name,
                                    fit_source(fmt::format("{} GEMMs by shape on {}x{} tiles, ceiling {:.3f}, k_overhead {:.0f} (elements of K)", name,
@@ -160,8 +162,7 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
     // A model the measurements did not refit keeps its earlier source beside the new one.
     std::string before = c.profile["sources"].value("gemm_model", std::string());
     bool all_refitted = true;
-    for (auto& [name, model] : c.profile["gemm_model"].items())
-      all_refitted = all_refitted && shape_sources.find(name + ": fitted") != std::string::npos;
+    for (const auto& entry : c.profile["gemm_model"].items()) all_refitted = all_refitted && refitted.count(entry.key());
     c.profile["sources"]["gemm_model"] = all_refitted || before.empty() ? shape_sources : shape_sources + "; earlier: " + before;
   }
   // Streaming kernels: the median share of the datasheet bandwidth becomes hbm_efficiency.
