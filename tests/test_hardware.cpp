@@ -19,12 +19,13 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     GpuSpec g = gpu(name);
     INFO(name);
     // Every figure, the efficiencies included, has its source: nine everywhere, Hopper's fp8 GEMM
-    // table and backward attention efficiency, and the HBM efficiency where one was measured.
+    // table and backward attention efficiency, the HBM efficiency where one was measured, and the
+    // GEMM shape model where shape data exists (Hopper, B200).
     std::size_t optional = !g.gemm_efficiency_fp8.empty() + g.attention_backward_efficiency.has_value() +
                            g.sources.count("hbm_efficiency") + !g.gemm_model.empty();
     CHECK(g.sources.size() == 9 + optional);
     bool hopper = name == "h100-sxm" || name == "h800-sxm" || name == "h200-sxm";
-    CHECK(optional == (hopper ? 4u : name == "a100-sxm-80gb" ? 1u : 0u));
+    CHECK(optional == (hopper ? 4u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
     // Tensor-core fp8 doubles bf16 wherever fp8 exists (Hopper whitepaper; B200 datasheet), to the
@@ -84,7 +85,7 @@ TEST_CASE("the Hopper GEMM shape model gives DeepGEMM's measured H800 fp8 rates 
   }
   // bf16: ml-engineering's MAMF, 792.1 of 989 TFLOP/s at its best shape 6144×17920×2816.
   CHECK(gpu("h100-sxm").gemm_efficiency_of(6144, 17920, 2816, 1, MathDtype::bf16) == doctest::Approx(792.1 / 989).epsilon(0.005));
-  // No shape data for the A100: its GEMMs keep the table by size.
+  // No shape data for the A100 (OpenXLA's tables cover sm_90 and sm_100): its GEMMs keep the table by size.
   CHECK(gpu("a100-sxm-80gb").gemm_model.empty());
 }
 
