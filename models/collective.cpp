@@ -26,6 +26,11 @@ constexpr std::array<double, 3> kProtocolShare{0.25, 0.92, 1.0};
 
 constexpr double kMicro = 1e-6;
 
+// A table's latency in seconds, with the fabric's calibrated scale: the base latency and NVLink hops
+// scale together (a single-node measurement cannot tell them apart), network hops on their own.
+double on_nvlink(double microseconds, const CollectiveLinks& l) { return microseconds * kMicro * l.nvlink_latency_scale; }
+double on_network(double microseconds, const CollectiveLinks& l) { return microseconds * kMicro * l.network_latency_scale; }
+
 std::size_t index(Protocol p) { return static_cast<std::size_t>(p); }
 
 // Data each GPU sends, as a multiple of the buffer, for a ring-style algorithm: exactly nccl-tests'
@@ -78,19 +83,19 @@ Candidate ring(CollectiveOp op, double bytes, const GroupPlacement& g, const Col
   for (Protocol p : protocols) {
     std::size_t i = index(p);
     double share = kProtocolShare[i];
-    double t_nvl = chunk / (l.nvlink / nvlink_flows * share), l_nvl = kRingNvlinkHop[i] * kMicro;
+    double t_nvl = chunk / (l.nvlink / nvlink_flows * share), l_nvl = on_nvlink(kRingNvlinkHop[i], l);
     double t = 0;
     if (g.nodes == 1) {
       t = steps * (t_nvl + l_nvl);
     } else {
-      double t_net = chunk / (l.network * share), l_net = kRingNetHop[i] * kMicro;
+      double t_net = chunk / (l.network * share), l_net = on_network(kRingNetHop[i], l);
       double nvlink_hops = n - nodes;
       double t_nvl_alone = chunk / (l.nvlink * share);
       double mean_hop = (nvlink_hops * (t_nvl_alone + l_nvl) + nodes * (t_net + l_net)) / n;
       double slowest = std::max(t_net, nvlink_hops > 0 ? t_nvl : 0.0);
       t = std::max(steps * slowest + l_net, steps * mean_hop);
     }
-    t += kRingBase[i] * kMicro;
+    t += on_nvlink(kRingBase[i], l);
     if (t < best.seconds) best = {t, p};
   }
   return best;
@@ -107,8 +112,9 @@ Candidate tree(CollectiveOp op, double bytes, const GroupPlacement& g, const Col
   Candidate best;
   for (Protocol p : protocols) {
     std::size_t i = index(p);
-    double lat = kTreeBase[i] + passes * (static_cast<double>(g.per_node() - 1) * kTreeNvlinkHop[i] + depth * kTreeNetHop[i]);
-    double t = lat * kMicro + ring_volume(op, g.gpus) * bytes / (bw * kProtocolShare[i]);
+    double lat = on_nvlink(kTreeBase[i] + passes * static_cast<double>(g.per_node() - 1) * kTreeNvlinkHop[i], l) +
+                 on_network(passes * depth * kTreeNetHop[i], l);
+    double t = lat + ring_volume(op, g.gpus) * bytes / (bw * kProtocolShare[i]);
     if (t < best.seconds) best = {t, p};
   }
   return best;
@@ -120,7 +126,7 @@ Candidate nvls(CollectiveOp op, double bytes, const GroupPlacement& g, const Col
   if (op != CollectiveOp::all_reduce) throw std::invalid_argument("NVLS is modelled for all_reduce only");
   if (g.nodes != 1) throw std::invalid_argument("NVLS runs inside one NVSwitch node; use hierarchical across nodes");
   if (!l.nvls_algbw) throw std::invalid_argument("this fabric profile has no NVLS figure (nvls_allreduce_algbw)");
-  return {kNvlsNvlinkLatency * kMicro + bytes / *l.nvls_algbw, Protocol::simple};
+  return {on_nvlink(kNvlsNvlinkLatency, l) + bytes / *l.nvls_algbw, Protocol::simple};
 }
 
 // Two levels: inside each node over NVLink, across nodes over the network on every rail at once.
@@ -164,8 +170,8 @@ Candidate all_to_all(double bytes, const GroupPlacement& g, const CollectiveLink
   double n = static_cast<double>(g.gpus), k = static_cast<double>(g.per_node());
   double intra = (k - 1) / n * bytes, inter = (n - k) / n * bytes;
   std::size_t s = index(Protocol::simple);
-  double lat = kRingBase[s] + (g.nodes > 1 ? kRingNetHop[s] : kRingNvlinkHop[s]);
-  double t = lat * kMicro + std::max(intra / l.nvlink, g.nodes > 1 ? inter / l.network : 0.0);
+  double lat = on_nvlink(kRingBase[s], l) + (g.nodes > 1 ? on_network(kRingNetHop[s], l) : on_nvlink(kRingNvlinkHop[s], l));
+  double t = lat + std::max(intra / l.nvlink, g.nodes > 1 ? inter / l.network : 0.0);
   return {t, Protocol::simple};
 }
 
@@ -227,6 +233,8 @@ CollectiveLinks CollectiveLinks::of(const GpuSpec& gpu, const FabricSpec& fabric
   double per_nic = fabric.nic_effective.value_or(fabric.nic_rate);
   l.network = per_nic * static_cast<double>(fabric.nics_per_node) / static_cast<double>(fabric.gpus_per_node);
   l.nvls_algbw = fabric.nvls_allreduce_algbw;
+  l.nvlink_latency_scale = fabric.nvlink_latency_scale.value_or(1.0);
+  l.network_latency_scale = fabric.network_latency_scale.value_or(1.0);
   return l;
 }
 
@@ -310,7 +318,7 @@ DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& g, 
   c.network_bound = t_net >= t_nvl;
   // Network and NVLink stages pipeline (DeepSeek's kernels forward chunks as they arrive): the slower sets the pace.
   std::size_t s = index(Protocol::simple);
-  c.seconds = (kRingBase[s] + (g.nodes > 1 ? kRingNetHop[s] : 0.0) + kRingNvlinkHop[s]) * kMicro + std::max(t_net, t_nvl);
+  c.seconds = on_nvlink(kRingBase[s] + kRingNvlinkHop[s], l) + (g.nodes > 1 ? on_network(kRingNetHop[s], l) : 0.0) + std::max(t_net, t_nvl);
   return c;
 }
 

@@ -41,6 +41,11 @@ struct CollectiveLinks {
   double nvlink = 0;                 // bytes/s per GPU per direction inside a node
   double network = 0;                // bytes/s per GPU across nodes (its NIC share)
   std::optional<double> nvls_algbw;  // NVLS all-reduce algbw inside a node, where NVSwitch reduces
+  // Multipliers on NCCL's latency tables (1 = NCCL's own figures): `nvlink_latency_scale` on the base
+  // latency and every NVLink hop (all a single-node measurement sees), `network_latency_scale` on every
+  // network hop. plumb calibrate fits them to nccl-tests logs.
+  double nvlink_latency_scale = 1;
+  double network_latency_scale = 1;
   static CollectiveLinks of(const GpuSpec& gpu, const FabricSpec& fabric);
 };
 

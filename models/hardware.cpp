@@ -214,6 +214,8 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
     f.nic_rate = r.quantity("nic_rate", Dimension::bandwidth, Need::required).value_or(1);
     f.nic_effective = r.quantity("nic_effective", Dimension::bandwidth, Need::optional);
     f.nvls_allreduce_algbw = r.quantity("nvls_allreduce_algbw", Dimension::bandwidth, Need::optional);
+    f.nvlink_latency_scale = r.number("nvlink_latency_scale", Need::optional, 0.0, 100.0);
+    f.network_latency_scale = r.number("network_latency_scale", Need::optional, 0.0, 100.0);
     if (const Json* t = r.child("topology", Need::required)) {
       ObjectReader tr(*t, r.pointer("topology"), r.source());
       f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
@@ -229,6 +231,8 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
     if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");
     if (f.nic_effective) figures.emplace_back("nic_effective");
     if (f.nvls_allreduce_algbw) figures.emplace_back("nvls_allreduce_algbw");
+    if (f.nvlink_latency_scale) figures.emplace_back("nvlink_latency_scale");
+    if (f.network_latency_scale) figures.emplace_back("network_latency_scale");
     f.sources = read_sources(r, figures);
   });
 }

@@ -87,6 +87,8 @@ struct FabricSpec {
   double nic_rate = 0;                  // bytes/s line rate
   std::optional<double> nic_effective;  // bytes/s, observed
   std::optional<double> nvls_allreduce_algbw;  // bytes/s, NVLS all-reduce algbw inside a node, observed
+  std::optional<double> nvlink_latency_scale;   // × NCCL's base and NVLink-hop latencies, fitted (calibrate)
+  std::optional<double> network_latency_scale;  // × NCCL's network-hop latencies, fitted (calibrate)
   FabricTopology topology;
   std::map<std::string, std::string> sources;
 };

@@ -119,11 +119,11 @@ TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model re
   std::vector<NcclTestsLog> logs{parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log"),
                                  parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log")};
   Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
-  REQUIRE(c.collectives.size() == 2);
-  CHECK(c.collectives[0].field == "nic_effective");
-  CHECK(c.collectives[0].reachable);
+  REQUIRE(c.collectives.size() == 2);  // single-node logs first
+  CHECK(c.collectives[1].field == "nic_effective");
+  CHECK(c.collectives[1].reachable);
   // The excerpt's all-reduce is slower than even the ring: NVLS is dropped and NVLink fitted.
-  CHECK(c.collectives[1].field == "nvlink_effective_per_gpu");
+  CHECK(c.collectives[0].field == "nvlink_effective_per_gpu");
   CHECK(!c.profile.contains("nvls_allreduce_algbw"));
   // The written profile is a valid profile, and with it plumb's model gives the fitted bus bandwidth.
   FabricSpec calibrated = *read_fabric(c.profile, "", src);
@@ -135,7 +135,64 @@ TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model re
     double big = 8.0 * 1073741824.0;
     CHECK(relative(collective_cost(f.log->op, big, group, links).busbw, 1 / f.fit.beta) < 0.01);
   }
-  CHECK(c.collectives[0].prediction_rms < 0.10);
+  CHECK(c.collectives[1].prediction_rms < 0.10);
+}
+
+TEST_CASE("nccl-tests logs with latency-bound rows also fit the latency: a scale on NCCL's tables, by least squares") {
+  Json raw = profile_file("hw_profiles/fabrics", "dgx-h100-ndr");
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  FabricSpec fabric = *read_fabric(Json("dgx-h100-ndr"), "", src);
+  // Given multi-node first: the single-node log is still fitted first, so the network fit sees it.
+  std::vector<NcclTestsLog> logs{parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log"),
+                                 parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log")};
+  Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
+  REQUIRE(c.collectives.size() == 2);
+  const CollectiveFit& nvlink = c.collectives[0];
+  const CollectiveFit& network = c.collectives[1];
+  CHECK(nvlink.log->nodes == 1);
+  CHECK(nvlink.latency_field == "nvlink_latency_scale");
+  CHECK(network.latency_field == "network_latency_scale");
+  // The synthetic log was made with α = 25 us over 2 nodes; NCCL's table gives a 2-rank ring 8.4 + 14 us
+  // (Simple), so the network hops must be slower than the table's; the fit improves every log.
+  CHECK(network.latency_scale > 1.2);
+  CHECK(network.latency_scale < 3.0);
+  CHECK(network.prediction_rms < network.rms_before_latency);
+  CHECK(network.prediction_rms < 0.04);
+  CHECK(nvlink.prediction_rms < nvlink.rms_before_latency);
+  // Written with their sources and read back: plumb's model now gives the calibrated times.
+  FabricSpec calibrated = *read_fabric(c.profile, "", src);
+  REQUIRE(d.empty());
+  REQUIRE(calibrated.network_latency_scale);
+  CHECK(*calibrated.network_latency_scale == doctest::Approx(network.latency_scale).epsilon(1e-3));
+  CHECK(calibrated.sources.at("network_latency_scale").find("fitted by plumb calibrate from rs.log") != std::string::npos);
+  CHECK(calibration_json(c)["profile"]["nvlink_latency_scale"].get<double>() == doctest::Approx(nvlink.latency_scale).epsilon(1e-3));
+  CHECK(calibration_report(c).find("latency: network_latency_scale = ") != std::string::npos);
+}
+
+TEST_CASE("a log of large messages only leaves the latency alone") {
+  Json raw = profile_file("hw_profiles/fabrics", "dgx-h100-ndr");
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
+  FabricSpec fabric = *read_fabric(Json("dgx-h100-ndr"), "", src);
+  std::string text = fixture("reducescatter-2node-synthetic.log");
+  std::string large;  // the header and the rows from 256 MiB up
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\n', at);
+    std::string line = text.substr(at, end == std::string::npos ? std::string::npos : end - at + 1);
+    at = end == std::string::npos ? text.size() : end + 1;
+    std::size_t first = line.find_first_not_of(' ');
+    if (line.empty() || line[0] == '#' || first == std::string::npos || std::stod(line.substr(first)) >= 268435456.0) large += line;
+  }
+  std::vector<NcclTestsLog> logs{parse_nccl_tests_log(large, "large.log")};
+  REQUIRE(logs[0].rows.size() == 3);
+  Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
+  CHECK(c.collectives[0].latency_field.empty());
+  CHECK_FALSE(c.profile.contains("network_latency_scale"));
+  CHECK(calibration_report(c).find("latency: not fitted") != std::string::npos);
 }
 
 TEST_CASE("a GPU calibrated from GEMM measurements carries the fitted efficiency curve as its table") {

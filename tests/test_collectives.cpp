@@ -69,6 +69,25 @@ TEST_CASE("small messages follow NCCL's latency model: 8-GPU 8-byte all-reduce =
   CHECK(collective_cost(CollectiveOp::all_reduce, 4096, {64, 64}, l).algo == CollectiveAlgo::tree);
 }
 
+TEST_CASE("a fabric's latency scales multiply NCCL's tables: base and NVLink hops together, network hops apart") {
+  CollectiveLinks l = links("h100-sxm", "dgx-h100-ndr");
+  CHECK(l.nvlink_latency_scale == 1.0);
+  CHECK(l.network_latency_scale == 1.0);
+  l.nvlink_latency_scale = 2.0;
+  l.network_latency_scale = 3.0;
+  // Inside a node every latency term is NVLink's: the 8-byte LL all-reduce doubles.
+  CHECK(collective_cost(CollectiveOp::all_reduce, 8, {8, 1}, l).seconds * 1e6 == doctest::Approx(2 * (6.6 + 14 * 0.6)).epsilon(1e-3));
+  // The tree across 64 nodes, one GPU each, LL, 8 bytes (bandwidth well under 0.01 us): base 6.8 × 2
+  // + 2 passes × depth 6 × 5.0 us × 3.
+  CollectiveCost tree = collective_cost(CollectiveOp::all_reduce, 8, {64, 64}, l, CollectiveAlgo::tree, Protocol::ll);
+  CHECK(tree.seconds * 1e6 == doctest::Approx(6.8 * 2 + 2 * 6 * 5.0 * 3).epsilon(1e-4));
+  // A fabric profile carries them into the links.
+  FabricSpec f = test::fabric("dgx-h100-ndr");
+  f.network_latency_scale = 1.5;
+  CHECK(CollectiveLinks::of(test::gpu("h100-sxm"), f).network_latency_scale == 1.5);
+  CHECK(CollectiveLinks::of(test::gpu("h100-sxm"), f).nvlink_latency_scale == 1.0);
+}
+
 TEST_CASE("algorithms that do not apply are refused with a reason") {
   CollectiveLinks l = links("h100-sxm", "dgx-h100-ndr");
   CHECK_THROWS_WITH(collective_cost(CollectiveOp::all_reduce, GiB, {16, 2}, l, CollectiveAlgo::nvls),

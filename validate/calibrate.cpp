@@ -185,12 +185,79 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   return c;
 }
 
+namespace {
+
+// plumb's collective model with `links` against every row of a log: the times, and the RMS relative error.
+double model_against_log(const NcclTestsLog& log, const CollectiveLinks& links, std::vector<double>* predicted = nullptr) {
+  GroupPlacement group{log.ranks, std::max<std::int64_t>(1, log.nodes)};
+  double sum = 0;
+  for (const NcclTestsRow& r : log.rows) {
+    double p = collective_cost(log.op, r.bytes, group, links).seconds;
+    if (predicted) predicted->push_back(p);
+    sum += std::pow((p - r.time_s) / r.time_s, 2);
+  }
+  return std::sqrt(sum / static_cast<double>(log.rows.size()));
+}
+
+// Where f is least over [lo, hi], searched in log space (golden section; f need only be unimodal).
+template <class F>
+double argmin_log(F f, double lo, double hi) {
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  double a = std::log(lo), b = std::log(hi);
+  double x1 = b - g * (b - a), x2 = a + g * (b - a), f1 = f(std::exp(x1)), f2 = f(std::exp(x2));
+  for (int i = 0; i < 80; ++i) {
+    if (f1 <= f2) {
+      b = x2, x2 = x1, f2 = f1;
+      x1 = b - g * (b - a), f1 = f(std::exp(x1));
+    } else {
+      a = x1, x1 = x2, f1 = f2;
+      x2 = a + g * (b - a), f2 = f(std::exp(x2));
+    }
+  }
+  return std::exp((a + b) / 2);
+}
+
+// A log's latency scale (the α side): NCCL's latency tables scaled so that plumb's model, with the
+// bandwidth already fitted, comes closest to every row. Only where the smallest message shows the
+// latency (at least a tenth of its modelled time); a log of large messages leaves the scale alone.
+void fit_latency(const NcclTestsLog& log, const GpuSpec& gpu, FabricSpec& calibrated, CollectiveFit& f) {
+  f.latency_field = log.nodes > 1 ? "network_latency_scale" : "nvlink_latency_scale";
+  std::optional<double>& scale = log.nodes > 1 ? calibrated.network_latency_scale : calibrated.nvlink_latency_scale;
+  auto error_at = [&](double s) {
+    scale = s;
+    return model_against_log(log, CollectiveLinks::of(gpu, calibrated));
+  };
+  const double before = scale.value_or(1.0);
+  GroupPlacement group{log.ranks, std::max<std::int64_t>(1, log.nodes)};
+  auto smallest = [&](double s) {
+    scale = s;
+    return collective_cost(log.op, log.rows.front().bytes, group, CollectiveLinks::of(gpu, calibrated)).seconds;
+  };
+  const double with = smallest(before), without = smallest(0.0);
+  scale = before;
+  if ((with - without) < 0.1 * with) {
+    f.latency_field.clear();  // the log's messages are too large to see the latency
+    return;
+  }
+  f.rms_before_latency = error_at(before);
+  f.latency_scale = argmin_log(error_at, 1e-3, 100.0);
+  scale = f.latency_scale;
+}
+
+}  // namespace
+
 Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const FabricSpec& fabric,
-                             const std::vector<NcclTestsLog>& logs) {
+                             const std::vector<NcclTestsLog>& logs_in) {
   Calibration c;
   c.profile = profile_json;
   FabricSpec calibrated = fabric;
-  for (const NcclTestsLog& log : logs) {
+  // Logs inside one node first: a multi-node collective also crosses NVLink, so its network figures
+  // are fitted with the NVLink ones already calibrated.
+  std::vector<const NcclTestsLog*> logs;
+  for (const NcclTestsLog& log : logs_in) logs.push_back(&log);
+  std::stable_sort(logs.begin(), logs.end(), [](const NcclTestsLog* a, const NcclTestsLog* b) { return (a->nodes > 1) < (b->nodes > 1); });
+  for (const NcclTestsLog* log_ptr : logs) {
+    const NcclTestsLog& log = *log_ptr;
     CollectiveFit f;
     f.log = &log;
     const double factor = bus_factor(log.op, log.ranks);
@@ -249,20 +316,22 @@ Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const
                     collective_op_name(log.op), log.ranks, log.nodes, log.device.empty() ? "device not stated" : log.device, busbw / 1e9,
                     f.fit.alpha * 1e6, f.reachable ? "" : " (not reached: another link binds first)"),
         log.file, log.rows.size(), f.fit.rms_relative_error);
+    fit_latency(log, gpu, calibrated, f);
+    if (!f.latency_field.empty()) {
+      c.profile[f.latency_field] = std::round(f.latency_scale * 1000) / 1000;
+      c.profile["sources"][f.latency_field] = fit_source(
+          fmt::format("{} on {} ranks over {} node(s): the multiple of NCCL's latency tables ({}) at which plumb's collective model, "
+                      "with the fitted bandwidth, comes closest to the measured times ({:.1f}% RMS at NCCL's own latencies; the α-β "
+                      "fit's latency is {:.1f} us)",
+                      collective_op_name(log.op), log.ranks, log.nodes, log.nodes > 1 ? "network hops" : "base latency and NVLink hops",
+                      100 * f.rms_before_latency, f.fit.alpha * 1e6),
+          log.file, log.rows.size(), model_against_log(log, CollectiveLinks::of(gpu, calibrated)));
+    }
     c.collectives.push_back(std::move(f));
   }
   // plumb's own collective model with the calibrated figures, against every measured row.
   CollectiveLinks links = CollectiveLinks::of(gpu, calibrated);
-  for (CollectiveFit& f : c.collectives) {
-    GroupPlacement group{f.log->ranks, std::max<std::int64_t>(1, f.log->nodes)};
-    double sum = 0;
-    for (const NcclTestsRow& r : f.log->rows) {
-      double p = collective_cost(f.log->op, r.bytes, group, links).seconds;
-      f.predicted_s.push_back(p);
-      sum += std::pow((p - r.time_s) / r.time_s, 2);
-    }
-    f.prediction_rms = std::sqrt(sum / static_cast<double>(f.log->rows.size()));
-  }
+  for (CollectiveFit& f : c.collectives) f.prediction_rms = model_against_log(*f.log, links, &f.predicted_s);
   return c;
 }
 
@@ -291,6 +360,11 @@ std::string calibration_report(const Calibration& c) {
                        1e-9 / f.fit.beta, 100 * f.fit.rms_relative_error, f.field, f.value / 1e9,
                        f.reachable ? "" : " (plumb's model cannot reach the measured bandwidth through this figure: another link binds)");
     if (!f.note.empty()) out += "  " + f.note + "\n";
+    if (!f.latency_field.empty())
+      out += fmt::format("  latency: {} = {:.3f} × NCCL's tables (plumb's RMS error over the rows {:.1f}% before, with the bandwidth fitted)\n",
+                         f.latency_field, f.latency_scale, 100 * f.rms_before_latency);
+    else
+      out += "  latency: not fitted (the smallest message is bandwidth-bound in plumb's model)\n";
     out += fmt::format("  {:>14} {:>12} {:>10} {:>12} {:>8}\n", "bytes", "measured us", "fit us", "plumb us", "plumb");
     for (std::size_t i = 0; i < log.rows.size(); ++i) {
       const NcclTestsRow& r = log.rows[i];
@@ -324,6 +398,11 @@ Json calibration_json(const Calibration& c) {
                     {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},
                     {"points", f.log->rows.size()}, {"rms_relative_error", f.fit.rms_relative_error},
                     {"prediction_rms_relative_error", f.prediction_rms}});
+  for (const CollectiveFit& f : c.collectives)
+    if (!f.latency_field.empty())
+      fits.push_back({{"term", f.latency_field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))},
+                      {"value", f.latency_scale}, {"alpha_s", f.fit.alpha}, {"rms_before", f.rms_before_latency},
+                      {"prediction_rms_relative_error", f.prediction_rms}});
   return {{"fits", fits}, {"profile", c.profile}};
 }
 

@@ -43,6 +43,9 @@ struct CollectiveFit {
   double value = 0;       // bytes/s written to it
   bool reachable = true;
   std::string note;  // false when plumb's model cannot reach the fitted bandwidth through this figure
+  std::string latency_field;        // the latency scale it sets (empty: the log's messages are too large to show latency)
+  double latency_scale = 1;         // × NCCL's latency tables, written to latency_field
+  double rms_before_latency = 0;    // plumb's model against the rows before the latency fit (bandwidth fitted)
   std::vector<double> predicted_s;  // plumb's collective model with the calibrated fabric, per row
   double prediction_rms = 0;        // relative
 };
