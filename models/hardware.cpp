@@ -96,7 +96,10 @@ double GemmShapeModel::efficiency(double m, double n, double k, double groups, s
   return t.k_steps > 0 ? ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy : ceiling;
 }
 
-double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype) const {
+double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient) const {
+  if (weight_gradient)
+    if (auto it = gemm_model_weight_gradient.find(dtype); it != gemm_model_weight_gradient.end())
+      return it->second.efficiency(m, n, k, groups, sms);
   if (auto it = gemm_model.find(dtype); it != gemm_model.end()) return it->second.efficiency(m, n, k, groups, sms);
   return gemm_efficiency_at(2 * m * n * k * groups, dtype);
 }
@@ -131,7 +134,25 @@ void read_efficiency_table(ObjectReader& r, const char* key, std::vector<std::pa
   }
 }
 
-// {"bf16": {"ceiling", "k_overhead", "tile": [m, n]}, "fp8": {...}}: a dtype the GPU has a peak for.
+// {"ceiling", "k_overhead", "tile": [m, n]}; the caller finishes the reader (it may hold more keys).
+GemmShapeModel read_gemm_model(ObjectReader& m) {
+  GemmShapeModel model;
+  model.ceiling = m.number("ceiling", Need::required, 0.01, 1.0).value_or(1.0);
+  model.k_overhead = m.number("k_overhead", Need::required, 0.0, 1e6).value_or(0.0);
+  if (const Json* tile = m.child("tile", Need::required)) {
+    if (!tile->is_array() || tile->size() != 2 || !(*tile)[0].is_number_integer() || !(*tile)[1].is_number_integer() ||
+        (*tile)[0].get<std::int64_t>() < 1 || (*tile)[1].get<std::int64_t>() < 1)
+      m.error("tile", "expected [tile_m, tile_n], two positive integers such as [128, 128]");
+    else {
+      model.tile_m = (*tile)[0].get<std::int64_t>();
+      model.tile_n = (*tile)[1].get<std::int64_t>();
+    }
+  }
+  return model;
+}
+
+// {"bf16": {"ceiling", "k_overhead", "tile": [m, n], "weight_gradient": {…}?}, "fp8": {...}}: a dtype the
+// GPU has a peak for.
 void read_gemm_models(ObjectReader& r, GpuSpec& g) {
   const Json* models = r.child("gemm_model", Need::optional);
   if (!models) return;
@@ -145,20 +166,14 @@ void read_gemm_models(ObjectReader& r, GpuSpec& g) {
       continue;
     }
     ObjectReader m(*node, mr.pointer(math_dtype_name(d)), r.source());
-    GemmShapeModel model;
-    model.ceiling = m.number("ceiling", Need::required, 0.01, 1.0).value_or(1.0);
-    model.k_overhead = m.number("k_overhead", Need::required, 0.0, 1e6).value_or(0.0);
-    if (const Json* tile = m.child("tile", Need::required)) {
-      if (!tile->is_array() || tile->size() != 2 || !(*tile)[0].is_number_integer() || !(*tile)[1].is_number_integer() ||
-          (*tile)[0].get<std::int64_t>() < 1 || (*tile)[1].get<std::int64_t>() < 1)
-        m.error("tile", "expected [tile_m, tile_n], two positive integers such as [128, 128]");
-      else {
-        model.tile_m = (*tile)[0].get<std::int64_t>();
-        model.tile_n = (*tile)[1].get<std::int64_t>();
-      }
+    g.gemm_model[d] = read_gemm_model(m);
+    // A different kernel for the weight gradient (DeepGEMM's, for one): its own constants.
+    if (const Json* wgrad = m.child("weight_gradient", Need::optional)) {
+      ObjectReader w(*wgrad, m.pointer("weight_gradient"), r.source());
+      if (w.is_object()) g.gemm_model_weight_gradient[d] = read_gemm_model(w);
+      w.finish();
     }
     m.finish();
-    g.gemm_model[d] = model;
   }
   mr.finish();
 }

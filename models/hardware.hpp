@@ -56,8 +56,11 @@ struct GpuSpec {
   // By shape, per dtype; where the profile has one it prices every GEMM whose shape is known (the
   // tables stay for those whose shape is not: unfused attention's batched GEMMs).
   std::map<MathDtype, GemmShapeModel> gemm_model;
-  // The shape model's efficiency where the dtype has one, else the table's for the GEMMs' FLOPs.
-  double gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype) const;
+  // Where the weight gradient runs another kernel (gemm_model.<dtype>.weight_gradient): its model.
+  std::map<MathDtype, GemmShapeModel> gemm_model_weight_gradient;
+  // The shape model's efficiency where the dtype has one (the weight-gradient one for that pass, where
+  // the profile has it), else the table's for the GEMMs' FLOPs.
+  double gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient = false) const;
   // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
   // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.
   double kernel_overhead = 0;

@@ -20,7 +20,7 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   double efficiency = 1.0;
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
-    efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype);
+    efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2);
   } else if (job.training.attention_kernel == AttentionKernel::unfused)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else if (pass == 0)

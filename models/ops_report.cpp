@@ -55,7 +55,7 @@ Json ops_report_json(const Job& job) {
     stages.push_back({{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}});
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype, else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
+          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient where it has one), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
           {"stages", stages}};
 }
 
@@ -67,7 +67,10 @@ std::string ops_report_table(const Job& job) {
       "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth{}; F forward, dX input gradient,\n"
       "dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision),
-      job.cluster.gpu.gemm_model.empty() ? "its fp8 table for fp8 GEMMs" : "by shape: tiles, waves and K",
+      job.cluster.gpu.gemm_model.empty()                  ? "its fp8 table for fp8 GEMMs"
+      : !job.cluster.gpu.gemm_model_weight_gradient.count(c.fp8_quantization ? MathDtype::fp8 : MathDtype::bf16)
+          ? "by shape: tiles, waves and K"
+                                                           : "by shape: tiles, waves and K; dW by its weight-gradient kernel's",
       job.cluster.gpu.kernel_overhead > 0 ? fmt::format(", each kernel {:.1f} us more", job.cluster.gpu.kernel_overhead * 1e6) : "");
   std::vector<StageOps> stages = stage_ops(job);
   std::size_t width = 34;  // the op column fits the longest name

@@ -144,8 +144,9 @@ TEST_CASE("under fp8 the GEMMs run at DeepGEMM's measured rates; the head, route
   CHECK(rate(find(moe, "experts: down projection"), "forward") == doctest::Approx(1099e12).epsilon(0.03));
   CHECK(rate(find(moe, "q up-projection"), "forward") == doctest::Approx(990e12).epsilon(0.03));
   CHECK(rate(find(moe, "kv up-projection"), "forward") == doctest::Approx(590e12).epsilon(0.03));
-  // The expert weight gradient contracts over one expert's 8192 rows, not the rank's 32768.
-  CHECK(rate(find(moe, "experts: gate+up projection"), "weight_grad") < 0.739 * 8192 / (8192 + 727) * 1978.9e12);
+  // The expert weight gradient runs DeepGEMM's K-grouped weight-gradient kernel over one expert's 8192
+  // rows (not the rank's 32768): PR #95 measured 4 experts of 7168 × 4096 at 8192 tokens at 1044 TFLOP/s.
+  CHECK(rate(find(moe, "experts: gate+up projection"), "weight_grad") == doctest::Approx(1044e12).epsilon(0.04));
   // DeepSeek-V3 §3.3.1 keeps the gating in bf16 (its time is its memory traffic at 89.6% of HBM).
   const Json& router = find(moe, "router");
   CHECK(router["forward"]["bound"] == "memory");

@@ -89,6 +89,46 @@ TEST_CASE("the Hopper GEMM shape model gives DeepGEMM's measured H800 fp8 rates 
   CHECK(gpu("a100-sxm-80gb").gemm_model.empty());
 }
 
+TEST_CASE("fp8 weight gradients run DeepGEMM's weight-gradient kernel: its measured rates, not the forward fit's") {
+  // deepseek-ai/DeepGEMM PR #95 (May 2025): (groups, M, N, K = tokens, TFLOP/s) of its dense and
+  // K-grouped (MoE) weight-gradient kernels; the grouped rows as issue #107 quotes the PR.
+  struct Row {
+    double groups, m, n, k, tflops;
+  };
+  const Row rows[] = {{1, 7168, 2112, 4096, 920},  {1, 1536, 24576, 4096, 986}, {1, 512, 32768, 4096, 878},
+                      {1, 16384, 7168, 4096, 994}, {1, 7168, 4096, 4096, 942},  {1, 2048, 7168, 4096, 920},
+                      {1, 7168, 2112, 8192, 1052}, {1, 1536, 24576, 8192, 1092}, {1, 512, 32768, 8192, 1014},
+                      {4, 7168, 4096, 4096, 939},  {4, 2048, 7168, 4096, 900},  {4, 7168, 4096, 8192, 1044},
+                      {4, 2048, 7168, 8192, 1033}, {8, 7168, 4096, 4096, 942}};
+  for (const char* name : {"h800-sxm", "h100-sxm", "h200-sxm"}) {
+    const GpuSpec g = gpu(name);
+    REQUIRE(g.gemm_model_weight_gradient.count(MathDtype::fp8) == 1);
+    CHECK(g.gemm_model_weight_gradient.count(MathDtype::bf16) == 0);  // bf16 uses one kernel (cuBLAS) for every pass
+    double worst_forward_fit = 0;
+    for (const Row& r : rows) {
+      INFO(name << " " << r.groups << "×" << r.m << "×" << r.n << "×" << r.k);
+      const double peak = g.peak_dense.at(MathDtype::fp8);
+      double rate = g.gemm_efficiency_of(r.m, r.n, r.k, r.groups, MathDtype::fp8, true) * peak;
+      CHECK(rate == doctest::Approx(r.tflops * 1e12).epsilon(0.055));
+      worst_forward_fit = std::max(worst_forward_fit, g.gemm_efficiency_of(r.m, r.n, r.k, r.groups, MathDtype::fp8) * peak / (r.tflops * 1e12));
+    }
+    CHECK(worst_forward_fit > 1.3);  // what pricing them as forward GEMMs got wrong
+  }
+  CHECK(gpu("b200").gemm_model_weight_gradient.empty());  // cuBLAS on Blackwell: one kernel, one model
+}
+
+TEST_CASE("a weight_gradient model is read strictly too") {
+  Json p = profile_file("hw_profiles/gpus", "h800-sxm");
+  p["gemm_model"]["fp8"]["weight_gradient"] = {{"ceiling", 0.6}, {"tile", {128, 152}}, {"k_overhaed", 10}};
+  Diagnostics d;
+  SourceFile src{"x.json", data_dir(), &d, {}};
+  CHECK_FALSE(read_gpu(p, "", src));
+  std::string all;
+  for (const auto& e : d.list()) all += e.pointer + ": " + e.message + "\n";
+  CHECK(all.find("/gemm_model/fp8/weight_gradient: missing key \"k_overhead\"") != std::string::npos);
+  CHECK(all.find("/gemm_model/fp8/weight_gradient/k_overhaed: unknown key") != std::string::npos);
+}
+
 TEST_CASE("the GEMM shape model: partial tiles, a last wave's idle SMs and split-K for small GEMMs") {
   GemmShapeModel m;
   m.ceiling = 0.8;
