@@ -110,15 +110,27 @@ TEST_CASE("least squares recover the α and β that made the data") {
   CHECK(f.rms_relative_error < 1e-3);
 }
 
-TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model reach the measured bus bandwidth") {
+// The bundled H100 NDR fabric profile, as read and as JSON, to calibrate.
+struct NdrProfile {
   Json raw = profile_file("hw_profiles/fabrics", "dgx-h100-ndr");
   Diagnostics d;
   SourceFile src{"test", data_dir(), &d, {}};
   GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
   FabricSpec fabric = *read_fabric(Json("dgx-h100-ndr"), "", src);
-  std::vector<NcclTestsLog> logs{parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log"),
-                                 parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log")};
-  Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
+  Calibration calibrate(const std::vector<NcclTestsLog>& logs) const { return calibrate_fabric(raw, gpu, fabric, logs); }
+};
+
+// Both fixture logs, the multi-node one given first (single-node logs are fitted first all the same).
+std::vector<NcclTestsLog> both_fixture_logs() {
+  return {parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log"),
+          parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log")};
+}
+
+TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model reach the measured bus bandwidth") {
+  NdrProfile p;
+  const GpuSpec& gpu = p.gpu;
+  std::vector<NcclTestsLog> logs = both_fixture_logs();
+  Calibration c = p.calibrate(logs);
   REQUIRE(c.collectives.size() == 2);  // single-node logs first
   CHECK(c.collectives[1].field == "nic_effective");
   CHECK(c.collectives[1].reachable);
@@ -126,8 +138,8 @@ TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model re
   CHECK(c.collectives[0].field == "nvlink_effective_per_gpu");
   CHECK(!c.profile.contains("nvls_allreduce_algbw"));
   // The written profile is a valid profile, and with it plumb's model gives the fitted bus bandwidth.
-  FabricSpec calibrated = *read_fabric(c.profile, "", src);
-  REQUIRE(d.empty());
+  FabricSpec calibrated = *read_fabric(c.profile, "", p.src);
+  REQUIRE(p.d.empty());
   CHECK(calibrated.sources.at("nic_effective").find("fitted by plumb calibrate") != std::string::npos);
   CollectiveLinks links = CollectiveLinks::of(gpu, calibrated);
   for (const CollectiveFit& f : c.collectives) {
@@ -139,15 +151,9 @@ TEST_CASE("a fabric calibrated from nccl-tests makes plumb's collective model re
 }
 
 TEST_CASE("nccl-tests logs with latency-bound rows also fit the latency: a scale on NCCL's tables, by least squares") {
-  Json raw = profile_file("hw_profiles/fabrics", "dgx-h100-ndr");
-  Diagnostics d;
-  SourceFile src{"test", data_dir(), &d, {}};
-  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
-  FabricSpec fabric = *read_fabric(Json("dgx-h100-ndr"), "", src);
-  // Given multi-node first: the single-node log is still fitted first, so the network fit sees it.
-  std::vector<NcclTestsLog> logs{parse_nccl_tests_log(fixture("reducescatter-2node-synthetic.log"), "rs.log"),
-                                 parse_nccl_tests_log(fixture("allreduce-8gpu-excerpt.log"), "excerpt.log")};
-  Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
+  NdrProfile p;
+  std::vector<NcclTestsLog> logs = both_fixture_logs();
+  Calibration c = p.calibrate(logs);  // the single-node log first, so the network fit sees NVLink calibrated
   REQUIRE(c.collectives.size() == 2);
   const CollectiveFit& nvlink = c.collectives[0];
   const CollectiveFit& network = c.collectives[1];
@@ -162,8 +168,8 @@ TEST_CASE("nccl-tests logs with latency-bound rows also fit the latency: a scale
   CHECK(network.prediction_rms < 0.04);
   CHECK(nvlink.prediction_rms < nvlink.rms_before_latency);
   // Written with their sources and read back: plumb's model now gives the calibrated times.
-  FabricSpec calibrated = *read_fabric(c.profile, "", src);
-  REQUIRE(d.empty());
+  FabricSpec calibrated = *read_fabric(c.profile, "", p.src);
+  REQUIRE(p.d.empty());
   REQUIRE(calibrated.network_latency_scale);
   CHECK(*calibrated.network_latency_scale == doctest::Approx(network.latency_scale).epsilon(1e-3));
   CHECK(calibrated.sources.at("network_latency_scale").find("fitted by plumb calibrate from rs.log") != std::string::npos);
@@ -172,11 +178,7 @@ TEST_CASE("nccl-tests logs with latency-bound rows also fit the latency: a scale
 }
 
 TEST_CASE("a log of large messages only leaves the latency alone") {
-  Json raw = profile_file("hw_profiles/fabrics", "dgx-h100-ndr");
-  Diagnostics d;
-  SourceFile src{"test", data_dir(), &d, {}};
-  GpuSpec gpu = *read_gpu(Json("h100-sxm"), "", src);
-  FabricSpec fabric = *read_fabric(Json("dgx-h100-ndr"), "", src);
+  NdrProfile p;
   std::string text = fixture("reducescatter-2node-synthetic.log");
   std::string large;  // the header and the rows from 256 MiB up
   std::size_t at = 0;
@@ -189,7 +191,7 @@ TEST_CASE("a log of large messages only leaves the latency alone") {
   }
   std::vector<NcclTestsLog> logs{parse_nccl_tests_log(large, "large.log")};
   REQUIRE(logs[0].rows.size() == 3);
-  Calibration c = calibrate_fabric(raw, gpu, fabric, logs);
+  Calibration c = p.calibrate(logs);
   CHECK(c.collectives[0].latency_field.empty());
   CHECK_FALSE(c.profile.contains("network_latency_scale"));
   CHECK(calibration_report(c).find("latency: not fitted") != std::string::npos);

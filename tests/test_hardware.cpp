@@ -67,21 +67,25 @@ TEST_CASE("fabric figures match the published ones") {
   CHECK(selene.nic_rate == doctest::Approx(25e9));
 }
 
+// A published GEMM measurement: `groups` GEMMs of M × N × K at `tflops`, and the fp8 rate a profile gives it.
+struct MeasuredGemm {
+  double groups, m, n, k, tflops;
+  double fp8_rate(const GpuSpec& g, bool weight_gradient = false) const {
+    return g.gemm_efficiency_of(m, n, k, groups, MathDtype::fp8, weight_gradient) * g.peak_dense.at(MathDtype::fp8);
+  }
+};
+
 TEST_CASE("the Hopper GEMM shape model gives DeepGEMM's measured H800 fp8 rates and the MAMF bf16 ceiling") {
   // deepseek-ai/DeepGEMM README (Feb 2025, H800, NVCC 12.8), the training-shaped rows: (groups, M, N,
   // K, TFLOP/s). The flat table the model replaced missed 4096×32768×512 by +68%.
-  struct Row {
-    double groups, m, n, k, tflops;
-  };
-  const Row rows[] = {{1, 4096, 2112, 7168, 1058}, {1, 4096, 24576, 1536, 990}, {1, 4096, 32768, 512, 590},
+  const MeasuredGemm rows[] = {{1, 4096, 2112, 7168, 1058}, {1, 4096, 24576, 1536, 990}, {1, 4096, 32768, 512, 590},
                       {1, 4096, 4096, 7168, 1304}, {1, 4096, 7168, 2048, 1025}, {1, 4096, 7168, 16384, 1358},
                       {4, 8192, 4096, 7168, 1297}, {4, 8192, 7168, 2048, 1099}, {8, 4096, 4096, 7168, 1288},
                       {8, 4096, 7168, 2048, 1093}};
   const GpuSpec h800 = gpu("h800-sxm");
-  for (const Row& r : rows) {
+  for (const MeasuredGemm& r : rows) {
     INFO(r.groups << "×" << r.m << "×" << r.n << "×" << r.k);
-    double rate = h800.gemm_efficiency_of(r.m, r.n, r.k, r.groups, MathDtype::fp8) * h800.peak_dense.at(MathDtype::fp8);
-    CHECK(rate == doctest::Approx(r.tflops * 1e12).epsilon(0.03));
+    CHECK(r.fp8_rate(h800) == doctest::Approx(r.tflops * 1e12).epsilon(0.03));
   }
   // bf16: ml-engineering's MAMF, 792.1 of 989 TFLOP/s at its best shape 6144×17920×2816.
   CHECK(gpu("h100-sxm").gemm_efficiency_of(6144, 17920, 2816, 1, MathDtype::bf16) == doctest::Approx(792.1 / 989).epsilon(0.005));
@@ -92,10 +96,7 @@ TEST_CASE("the Hopper GEMM shape model gives DeepGEMM's measured H800 fp8 rates 
 TEST_CASE("fp8 weight gradients run DeepGEMM's weight-gradient kernel: its measured rates, not the forward fit's") {
   // deepseek-ai/DeepGEMM PR #95 (May 2025): (groups, M, N, K = tokens, TFLOP/s) of its dense and
   // K-grouped (MoE) weight-gradient kernels; the grouped rows as issue #107 quotes the PR.
-  struct Row {
-    double groups, m, n, k, tflops;
-  };
-  const Row rows[] = {{1, 7168, 2112, 4096, 920},  {1, 1536, 24576, 4096, 986}, {1, 512, 32768, 4096, 878},
+  const MeasuredGemm rows[] = {{1, 7168, 2112, 4096, 920},  {1, 1536, 24576, 4096, 986}, {1, 512, 32768, 4096, 878},
                       {1, 16384, 7168, 4096, 994}, {1, 7168, 4096, 4096, 942},  {1, 2048, 7168, 4096, 920},
                       {1, 7168, 2112, 8192, 1052}, {1, 1536, 24576, 8192, 1092}, {1, 512, 32768, 8192, 1014},
                       {4, 7168, 4096, 4096, 939},  {4, 2048, 7168, 4096, 900},  {4, 7168, 4096, 8192, 1044},
@@ -105,12 +106,10 @@ TEST_CASE("fp8 weight gradients run DeepGEMM's weight-gradient kernel: its measu
     REQUIRE(g.gemm_model_weight_gradient.count(MathDtype::fp8) == 1);
     CHECK(g.gemm_model_weight_gradient.count(MathDtype::bf16) == 0);  // bf16 uses one kernel (cuBLAS) for every pass
     double worst_forward_fit = 0;
-    for (const Row& r : rows) {
+    for (const MeasuredGemm& r : rows) {
       INFO(name << " " << r.groups << "×" << r.m << "×" << r.n << "×" << r.k);
-      const double peak = g.peak_dense.at(MathDtype::fp8);
-      double rate = g.gemm_efficiency_of(r.m, r.n, r.k, r.groups, MathDtype::fp8, true) * peak;
-      CHECK(rate == doctest::Approx(r.tflops * 1e12).epsilon(0.055));
-      worst_forward_fit = std::max(worst_forward_fit, g.gemm_efficiency_of(r.m, r.n, r.k, r.groups, MathDtype::fp8) * peak / (r.tflops * 1e12));
+      CHECK(r.fp8_rate(g, true) == doctest::Approx(r.tflops * 1e12).epsilon(0.055));
+      worst_forward_fit = std::max(worst_forward_fit, r.fp8_rate(g) / (r.tflops * 1e12));
     }
     CHECK(worst_forward_fit > 1.3);  // what pricing them as forward GEMMs got wrong
   }
