@@ -208,11 +208,14 @@ class StageCoster {
                                                job.training.routing_seed)
                        : job.training.moe_imbalance;
       DispatchShape d{ctx_.tokens / sp, static_cast<double>(m.hidden), m.moe->top_k, m.moe->max_nodes};
-      // DeepSeek-V3 §3.3.2: activations are dispatched in fp8, combined (and sent back in backward) in bf16.
-      DispatchShape fwd = d;
-      fwd.bytes_per_token *= job.training.precision == Precision::fp8 ? 1.0 : 2.0;
+      // DeepSeek-V3 §3.3 (low-precision communication): the activations before the experts' up-projections
+      // are dispatched in fp8, and so are the activation gradients before their down-projections (the
+      // backward of the combine, itself a dispatch); both combines (forward, and the backward of the
+      // dispatch) stay in bf16. Without fp8 everything moves in bf16.
+      DispatchShape low = d;
+      low.bytes_per_token *= job.training.precision == Precision::fp8 ? 1.0 : 2.0;
       d.bytes_per_token *= 2.0;
-      dispatch_fwd_ = job.layout.ep > 1 ? moe_dispatch_cost(fwd, groups_.ep, groups_.links).seconds * imbalance_ : 0;
+      a2a_dispatch_ = job.layout.ep > 1 ? moe_dispatch_cost(low, groups_.ep, groups_.links).seconds * imbalance_ : 0;
       a2a_bf16_ = job.layout.ep > 1 ? moe_dispatch_cost(d, groups_.ep, groups_.links).seconds * imbalance_ : 0;
       expert_load_ = expert_load.value_or(imbalance_);
     }
@@ -322,8 +325,9 @@ class StageCoster {
       case CommPoint::tp_exit:
         if (forward) return tp(sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce);
         return sp ? tp(CollectiveOp::all_gather) : 0.0;
-      case CommPoint::ep_dispatch: return forward ? dispatch_fwd_ : a2a_bf16_;
-      case CommPoint::ep_combine: return a2a_bf16_;
+      // Dispatch-shaped traffic (tokens to experts) is the forward's dispatch and the combine's backward.
+      case CommPoint::ep_dispatch: return forward ? a2a_dispatch_ : a2a_bf16_;
+      case CommPoint::ep_combine: return forward ? a2a_bf16_ : a2a_dispatch_;
     }
     return 0;
   }
@@ -335,7 +339,7 @@ class StageCoster {
   double activation_bytes_ = 0;
   double imbalance_ = 1.0;
   double expert_load_ = 1.0;
-  double dispatch_fwd_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
+  double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
 };
 
 }  // namespace
