@@ -223,18 +223,19 @@ double argmin_log(F f, double lo, double hi) {
 void fit_latency(const NcclTestsLog& log, const GpuSpec& gpu, FabricSpec& calibrated, CollectiveFit& f) {
   f.latency_field = log.nodes > 1 ? "network_latency_scale" : "nvlink_latency_scale";
   std::optional<double>& scale = log.nodes > 1 ? calibrated.network_latency_scale : calibrated.nvlink_latency_scale;
-  auto error_at = [&](double s) {
+  const std::optional<double> original = scale;
+  auto links_at = [&](double s) {
     scale = s;
-    return model_against_log(log, CollectiveLinks::of(gpu, calibrated));
+    return CollectiveLinks::of(gpu, calibrated);
   };
-  const double before = scale.value_or(1.0);
+  auto error_at = [&](double s) { return model_against_log(log, links_at(s)); };
+  const double before = original.value_or(1.0);
   GroupPlacement group{log.ranks, std::max<std::int64_t>(1, log.nodes)};
-  auto smallest = [&](double s) {
-    scale = s;
-    return collective_cost(log.op, log.rows.front().bytes, group, CollectiveLinks::of(gpu, calibrated)).seconds;
-  };
-  const double with = smallest(before), without = smallest(0.0);
-  scale = before;
+  double least = log.rows.front().bytes;
+  for (const NcclTestsRow& r : log.rows) least = std::min(least, r.bytes);
+  const double with = collective_cost(log.op, least, group, links_at(before)).seconds;
+  const double without = collective_cost(log.op, least, group, links_at(0.0)).seconds;
+  scale = original;
   if ((with - without) < 0.1 * with) {
     f.latency_field.clear();  // the log's messages are too large to see the latency
     return;
