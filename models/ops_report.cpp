@@ -7,6 +7,7 @@
 #include "models/flops.hpp"
 #include "models/memory.hpp"
 #include "models/op_cost.hpp"
+#include "models/step_costs.hpp"
 
 namespace plumb {
 namespace {
@@ -52,7 +53,13 @@ Json ops_report_json(const Job& job) {
       }
       ops.push_back({{"name", op.name}, {"forward", passes[0]}, {"input_grad", passes[1]}, {"weight_grad", passes[2]}});
     }
-    stages.push_back({{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}});
+    Json stage = {{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}};
+    if (so.layer >= 0) {
+      LayerTimes t = layer_times(job, so.layer);
+      stage["layer_forward_s"] = t.forward;
+      stage["layer_backward_s"] = t.backward;
+    }
+    stages.push_back(std::move(stage));
   }
   return {{"scenario", job.name},
           {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient where it has one), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
@@ -87,6 +94,11 @@ std::string ops_report_table(const Job& job) {
       out += fmt::format("  {:<{}} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, width, op.flops[0] / 1e9,
                          op.bytes[0] / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
                          (f.seconds + dx.seconds + dw.seconds) * 1e6, f.compute_bound ? "compute" : "memory");
+    }
+    if (so.layer >= 0) {
+      LayerTimes t = layer_times(job, so.layer);
+      out += fmt::format("  the layer with its TP/EP communication: forward {:.2f} ms, backward {:.2f} ms ({})\n", t.forward * 1e3,
+                         t.backward * 1e3, job.layout.recompute.label == "none" ? "no recomputation" : "recomputation (" + job.layout.recompute.label + ") included");
     }
   }
   return out;

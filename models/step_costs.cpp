@@ -344,6 +344,12 @@ class StageCoster {
 
 }  // namespace
 
+LayerTimes layer_times(const Job& job, std::int64_t layer) {
+  StageCoster coster(job, std::nullopt);
+  StageCoster::LayerPasses lp = coster.passes(layer_ops(job.model, layer, op_context(job)), true);
+  return {lp.forward.span(), lp.backward.span()};
+}
+
 StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const ModelSpec& m = job.model;
   const ParallelLayout& p = job.layout;

@@ -78,6 +78,15 @@ struct StepCosts {
 // simulation gives each EP rank its sampled load); the all-to-alls keep the busiest rank's.
 StepCosts step_costs(const Job& job, std::optional<double> expert_load = std::nullopt);
 
+// One transformer layer (`layer` of the model) for one micro-batch as step_costs prices it, its TP and
+// EP communication included: the forward, and the full backward with its recomputation — what
+// Korthikanti et al. 2022 (arXiv 2205.05198) Table 4 times per layer.
+struct LayerTimes {
+  double forward = 0;
+  double backward = 0;
+};
+LayerTimes layer_times(const Job& job, std::int64_t layer);
+
 // Tokens per EP rank over the mean when each of `tokens_per_rank` tokens on each of `ep` ranks picks
 // `top_k` distinct experts of `experts` uniformly at random (seeded, so runs repeat); and its maximum.
 std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
