@@ -203,7 +203,7 @@ TEST_CASE("DualPipe hides the all-to-all of one chunk under the other's compute"
 
 TEST_CASE("DeepSeek-V3 on 2048 H800: the published layout fits, and the GPU-hours err on the optimistic side") {
   // DeepSeek-V3 report §1: 180K H800 GPU-hours per trillion tokens. The issue asks for ±15%; plumb
-  // gives 138K (−24%), and what it still lacks (README "Fidelity") all adds time — unfused pieces of
+  // gives 136K (−25%), and what it still lacks (README "Fidelity") all adds time — unfused pieces of
   // the fp8 pipeline, MLA's head dimension in the attention kernel, the slower weight-gradient
   // kernels of 2024 — so the model must stay below the published figure, and a change
   // that moves it more than 30% away has broken a term rather than missed one.
