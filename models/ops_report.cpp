@@ -97,8 +97,10 @@ std::string ops_report_table(const Job& job) {
     }
     if (so.layer >= 0) {
       LayerTimes t = layer_times(job, so.layer);
-      out += fmt::format("  the layer with its TP/EP communication: forward {:.2f} ms, backward {:.2f} ms ({})\n", t.forward * 1e3,
-                         t.backward * 1e3, job.layout.recompute.label == "none" ? "no recomputation" : "recomputation (" + job.layout.recompute.label + ") included");
+      const std::string& recompute = job.layout.recompute.label;
+      out += fmt::format("  the layer alone, its TP/EP communication in turn: forward {:.2f} ms, backward {:.2f} ms ({})\n",
+                         t.forward * 1e3, t.backward * 1e3,
+                         recompute == "none" ? "no recomputation" : "recomputation (" + recompute + ") included");
     }
   }
   return out;
