@@ -93,6 +93,60 @@ std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s) {
   return rows;
 }
 
+double RankPhases::total() const {
+  double t = before + waiting + after;
+  for (double x : seconds) t += x;
+  return t;
+}
+
+std::vector<RankPhases> rank_phases(const StepSimulation& s) {
+  const std::vector<std::vector<PlacedOp>> rows = placed_step_ops(s);
+  // The GPU each rank's ops ran on (full mode: its first replica's) and when that GPU was busy at all.
+  std::vector<std::int32_t> gpu_of(rows.size(), -1);
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    if (!s.op_tasks[r].empty()) gpu_of[r] = s.task_gpu[static_cast<std::size_t>(s.op_tasks[r].front().first)];
+  std::vector<std::vector<std::pair<double, double>>> busy(s.gpu_pp.size());
+  for (std::size_t t = 0; t < s.task_gpu.size(); ++t) {
+    const auto id = static_cast<sim::TaskId>(t);
+    if (s.graph.kind(id) == sim::TaskKind::marker || s.result.end[t] <= s.result.start[t]) continue;
+    busy[static_cast<std::size_t>(s.task_gpu[t])].emplace_back(seconds_of(s.result.start[t]), seconds_of(s.result.end[t]));
+  }
+  std::vector<RankPhases> out;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    // The GPU's busy time as disjoint intervals, to take the idle stretches inside an op's span out of it.
+    std::vector<std::pair<double, double>> merged;
+    if (gpu_of[r] >= 0) {
+      auto& b = busy[static_cast<std::size_t>(gpu_of[r])];
+      std::sort(b.begin(), b.end());
+      for (const auto& iv : b)
+        if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
+        else merged.push_back(iv);
+    }
+    auto busy_within = [&, next = std::size_t{0}](double from, double to) mutable {
+      while (next < merged.size() && merged[next].second <= from) ++next;
+      double t = 0;
+      for (std::size_t i = next; i < merged.size() && merged[i].first < to; ++i)
+        t += std::min(to, merged[i].second) - std::max(from, merged[i].first);
+      return t;
+    };
+    RankPhases p;
+    double cursor = 0;
+    for (const PlacedOp& o : rows[r]) {
+      const double from = std::max(o.start, cursor), to = std::max(o.end, from);
+      (&o == &rows[r].front() ? p.before : p.waiting) += from - cursor;
+      const auto k = static_cast<std::size_t>(o.op->kind);
+      const double worked = busy_within(from, to);
+      p.seconds[k] += worked;
+      p.waiting += (to - from) - worked;
+      ++p.count[k];
+      cursor = to;
+    }
+    p.after = std::max(0.0, s.step_time - cursor);
+    out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<std::string> critical_path_summary(const StepSimulation& s) {
   std::vector<sim::TaskId> path = sim::critical_path(s.result);
   std::vector<std::string> lines;

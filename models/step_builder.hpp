@@ -59,4 +59,21 @@ std::vector<std::string> critical_path_summary(const StepSimulation& s);
 struct PlacedOp;
 std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s);
 
+// One rank's step split by what its schedule was running, as DeepSeek report DualPipe's step
+// ("Insights into DeepSeek-V3", ISCA 2025, arXiv 2505.09343, Table 4: forward, input backward, weight
+// backward, overlapped 1F1B, bubble, optimizer). An op counts from its first task's start to its last
+// task's end, its communication included, less any stretch inside that span where the GPU ran nothing
+// (waiting for a neighbour's activations or gradients: bubble); where an op's tail runs under the next
+// op it counts once.
+struct RankPhases {
+  static constexpr std::size_t kKinds = 5;  // per OpKind
+  std::array<double, kKinds> seconds{};
+  std::array<std::int64_t, kKinds> count{};
+  double before = 0;   // from the step's start to the first op: ZeRO's parameter gathers
+  double waiting = 0;  // between ops, or inside one with the GPU idle: the pipeline bubble
+  double after = 0;    // from the last op's end to the step's end: gradient reduction and the optimizer
+  double total() const;
+};
+std::vector<RankPhases> rank_phases(const StepSimulation& s);
+
 }  // namespace plumb

@@ -46,6 +46,7 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   r.estimate = estimate_step(job, costs).step_time;
   r.rates = rates_at(job, r.step_time);
   r.ranks = sim.ranks;
+  r.phases = rank_phases(sim);
   for (const RankStep& k : sim.ranks) {
     r.bubble_fraction += k.bubble_fraction / static_cast<double>(sim.ranks.size());
     for (std::size_t i = 0; i < kCommKinds; ++i) r.exposed[i] += k.exposed[i] / static_cast<double>(sim.ranks.size());
@@ -59,6 +60,40 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   return r;
 }
 
+namespace {
+
+std::string_view kind_symbol(std::size_t k) { return op_kind_symbol(static_cast<OpKind>(k)); }
+
+Json phases_json(const RankPhases& p) {
+  Json ops = Json::object();
+  for (std::size_t k = 0; k < RankPhases::kKinds; ++k)
+    if (p.count[k] > 0) ops[std::string(kind_symbol(k))] = {{"count", p.count[k]}, {"seconds", p.seconds[k]}};
+  return {{"ops", ops}, {"before_first_op_s", p.before}, {"waiting_s", p.waiting}, {"after_last_op_s", p.after}};
+}
+
+// The step by what each rank's schedule ran: one column per op kind the schedule has.
+std::string phases_table(const std::vector<RankPhases>& phases) {
+  std::array<bool, RankPhases::kKinds> used{};
+  for (const RankPhases& p : phases)
+    for (std::size_t k = 0; k < RankPhases::kKinds; ++k) used[k] = used[k] || p.count[k] > 0;
+  std::string out = "\ntime by what each rank ran (s, ops counted with their communication; × how many)\n";
+  out += fmt::format("{:>8} {:>9}", "pp rank", "start");
+  for (std::size_t k = 0; k < RankPhases::kKinds; ++k)
+    if (used[k]) out += fmt::format(" {:>15}", kind_symbol(k) == "FB" ? "F&B" : kind_symbol(k));
+  out += fmt::format(" {:>9} {:>9}\n", "waiting", "after");
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const RankPhases& p = phases[i];
+    out += fmt::format("{:>8} {:>9.3f}", i, p.before);
+    for (std::size_t k = 0; k < RankPhases::kKinds; ++k)
+      if (used[k]) out += fmt::format(" {:>9.3f} ×{:<4}", p.seconds[k], p.count[k]);
+    out += fmt::format(" {:>9.3f} {:>9.3f}\n", p.waiting, p.after);
+  }
+  return out + "  (F forward, B full backward, b input gradient, W weight gradient, F&B a forward and a backward overlapped;\n"
+               "   start: before the first op; after: from the last op to the step's end — gradient reduction, optimizer)\n";
+}
+
+}  // namespace
+
 Json step_report_json(const Job& job, const StepReport& r) {
   Json exposed = Json::object();
   for (std::size_t i = 0; i < kCommKinds; ++i) exposed[std::string(comm_kind_name(static_cast<CommKind>(i)))] = r.exposed[i];
@@ -68,7 +103,8 @@ Json step_report_json(const Job& job, const StepReport& r) {
     Json e = Json::object();
     for (std::size_t j = 0; j < kCommKinds; ++j) e[std::string(comm_kind_name(static_cast<CommKind>(j)))] = k.exposed[j];
     stages.push_back({{"pp_rank", i}, {"compute_s", k.compute}, {"idle_s", k.idle}, {"bubble_fraction", k.bubble_fraction},
-                      {"exposed_comm_s", e}, {"peak_bytes", k.peak_bytes}, {"peak_inflight_microbatches", k.peak_inflight}});
+                      {"exposed_comm_s", e}, {"peak_bytes", k.peak_bytes}, {"peak_inflight_microbatches", k.peak_inflight},
+                      {"phases", phases_json(r.phases[i])}});
   }
   return {{"scenario", job.name},
           {"gpus", job.layout.gpus()},
@@ -125,6 +161,7 @@ std::string step_report_table(const Job& job, const StepReport& r) {
                        100 * k.bubble_fraction, k.exposed[0] * 1e3, k.exposed[1] * 1e3, k.exposed[2] * 1e3, k.exposed[3] * 1e3,
                        k.exposed[4] * 1e3, k.peak_bytes / 1073741824.0, k.peak_inflight);
   }
+  out += phases_table(r.phases);
   out += "\ncritical path\n";
   const auto& cp = r.critical_path;
   const std::size_t keep = 4;

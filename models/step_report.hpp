@@ -36,6 +36,7 @@ struct StepReport {
   double bubble_fraction = 0;  // mean over pipeline ranks of idle / step time
   std::array<double, kCommKinds> exposed{};  // seconds per step, mean over pipeline ranks
   std::vector<RankStep> ranks;
+  std::vector<RankPhases> phases;  // per pipeline rank: the step by what its schedule ran
   double peak_bytes = 0, capacity_bytes = 0;
   bool fits = true;
   double moe_imbalance = 1.0;
