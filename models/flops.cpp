@@ -119,6 +119,9 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   if (c.causal_discount && !c.unfused_attention) score *= 0.5;
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
   ops.push_back({"core attention", OpClass::attention, {score, 2 * score, 0}, {io, 2 * io, 0}});
+  if (!c.unfused_attention)  // the flash backward's QKᵀ again: the d_qk share of the forward's work
+    ops.back().backward_recompute_flops =
+        score * static_cast<double>(a.qk_head_dim()) / static_cast<double>(a.qk_head_dim() + a.out_head_dim());
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
   // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
   // and read the dropout output back (one element each). Backward: the GEMMs write the output
@@ -208,7 +211,7 @@ PassFlops sum_flops(const std::vector<LayerOp>& ops) {
 
 namespace {
 
-PassFlops per_token(const ModelSpec& m, double seq, bool causal, double& score_forward) {
+PassFlops per_token(const ModelSpec& m, double seq, bool causal, double& score_forward, double* recomputed = nullptr) {
   OpContext c;
   c.tokens = 1;
   c.seq = seq;
@@ -221,8 +224,10 @@ PassFlops per_token(const ModelSpec& m, double seq, bool causal, double& score_f
     total.forward += p.forward;
     total.input_grad += p.input_grad;
     total.weight_grad += p.weight_grad;
-    for (const LayerOp& o : ops)
+    for (const LayerOp& o : ops) {
       if (o.cls == OpClass::attention) score_forward += o.flops[0];
+      if (recomputed) *recomputed += o.backward_recompute_flops;
+    }
   }
   PassFlops head = sum_flops(head_ops(m, c));
   total.forward += head.forward;
@@ -239,8 +244,8 @@ double model_flops_per_token(const ModelSpec& m, double seq) {
 }
 
 double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal) {
-  double scores = 0;
-  PassFlops p = per_token(m, seq, causal, scores);
+  double scores = 0, flash_recompute = 0;
+  PassFlops p = per_token(m, seq, causal, scores, &flash_recompute);
   OpContext c;
   c.seq = seq;
   c.causal_discount = causal;
@@ -248,9 +253,10 @@ double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind re
   double extra = recompute == RecomputeKind::full ? p.forward - head_forward
                  : recompute == RecomputeKind::selective ? scores
                                                           : 0.0;
-  double mtp = static_cast<double>(m.mtp_depth) *
-               (sum_flops(layer_ops(m, m.layers - 1, c)).total() + sum_flops(mtp_extra_ops(m, c)).total());
-  return p.total() + extra + mtp;
+  const std::vector<LayerOp> mtp_layer = layer_ops(m, m.layers - 1, c);
+  for (const LayerOp& o : mtp_layer) flash_recompute += static_cast<double>(m.mtp_depth) * o.backward_recompute_flops;
+  double mtp = static_cast<double>(m.mtp_depth) * (sum_flops(mtp_layer).total() + sum_flops(mtp_extra_ops(m, c)).total());
+  return p.total() + extra + mtp + (causal ? flash_recompute : 0.0);
 }
 
 }  // namespace plumb

@@ -45,6 +45,15 @@ struct LayerOp {
   // Independent GEMMs the rows split into: a rank's routed experts run as one grouped GEMM, each
   // expert over its own rows (rows / groups of them).
   double groups = 1;
+  // Work the backward kernel redoes that is not in the model's FLOPs: a flash attention backward
+  // recomputes the scores QKᵀ from Q and K (it never stored them), so it does 2·(3·d_qk + 2·d_v) per
+  // score against the forward's 2·(d_qk + d_v) — the 2.5× FlashAttention's benchmarks count at equal
+  // head dimensions (flash-attention benchmarks/benchmark_flash_attention.py, flops(): bwd = 2.5 × fwd).
+  double backward_recompute_flops = 0;
+  // What a pass's kernels execute: its FLOPs, and in the input gradient what that backward recomputes.
+  double executed_flops(int pass) const {
+    return flops[static_cast<std::size_t>(pass)] + (pass == 1 ? backward_recompute_flops : 0.0);
+  }
 };
 
 // The (M, N, K) of each of a GEMM op's `groups` GEMMs in a pass (0 forward, 1 input gradient, 2 weight
@@ -95,7 +104,8 @@ PassFlops sum_flops(const std::vector<LayerOp>& ops);
 double model_flops_per_token(const ModelSpec& m, double seq);
 // What the GPUs execute per token: adds the MTP modules (outside the MFU convention, as DeepSeek
 // counts 37B activated without them), recomputation (full: the layers' forward again; selective: the
-// attention scores again) and, with `causal`, halves the attention-score work.
+// attention scores again) and, with `causal` (a flash kernel), halves the attention-score work and adds
+// the scores the flash backward recomputes.
 enum class RecomputeKind { none, selective, full };
 double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal);
 

@@ -27,7 +27,7 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
     efficiency = gpu.attention_efficiency.value_or(1.0);
   else  // the backward kernel: its own efficiency where the profile has one
     efficiency = gpu.attention_backward_efficiency.value_or(gpu.attention_efficiency.value_or(1.0));
-  double compute = op.flops[p] / (peak * efficiency);
+  double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }
 

@@ -48,7 +48,7 @@ Json ops_report_json(const Job& job) {
       Json passes = Json::array();
       for (int pass = 0; pass < 3; ++pass) {
         OpTime t = op_time(op, pass, job);
-        passes.push_back({{"flops", op.flops[static_cast<std::size_t>(pass)]}, {"bytes", op.bytes[static_cast<std::size_t>(pass)]},
+        passes.push_back({{"flops", op.executed_flops(pass)}, {"bytes", op.bytes[static_cast<std::size_t>(pass)]},
                           {"time_s", t.seconds}, {"bound", t.compute_bound ? "compute" : "memory"}});
       }
       ops.push_back({{"name", op.name}, {"forward", passes[0]}, {"input_grad", passes[1]}, {"weight_grad", passes[2]}});

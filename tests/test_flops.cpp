@@ -64,9 +64,10 @@ TEST_CASE("Korthikanti et al.: model FLOPs of an iteration are 72Bslh²(1 + s/6h
   // Selective recomputation re-runs only the attention scores: 4sh per layer per token.
   CHECK(hardware_flops_per_token(m, s, RecomputeKind::selective, false) - model_flops_per_token(m, s) ==
         doctest::Approx(4 * s * h * l));
-  // A causal flash kernel skips half of the score work.
+  // A causal flash kernel skips half of the score work (12sh of it per layer), and its backward
+  // recomputes QKᵀ, half of the forward's 4sh, halved again: sh.
   CHECK(model_flops_per_token(m, s) - hardware_flops_per_token(m, s, RecomputeKind::none, true) ==
-        doctest::Approx(0.5 * 12 * s * h * l));
+        doctest::Approx(0.5 * 12 * s * h * l - s * h * l));
 }
 
 TEST_CASE("MFU's model FLOPs are 6 × the matrix parameters a token uses, plus the attention scores") {
@@ -152,8 +153,12 @@ TEST_CASE("under fp8 the GEMMs run at DeepGEMM's measured rates; the head, route
   CHECK(router["forward"]["bound"] == "memory");
   CHECK(router["forward"]["time_s"].get<double>() ==
         doctest::Approx(router["forward"]["bytes"].get<double>() / (gpu.hbm_bandwidth * 0.896)).epsilon(1e-6));
-  // Fused attention: FlashAttention-3's 75% forward and 56.7% backward of the bf16 peak.
+  // Fused attention: FlashAttention-3's 75% forward and 56.7% backward of the bf16 peak, the backward's
+  // work counted as the kernel does it: MLA's scores again (d_qk 192) besides the gradients, 2·(3·192 +
+  // 2·128) per score against the forward's 2·(192 + 128).
   const Json& attention = find(moe, "core attention");
+  CHECK(attention["input_grad"]["flops"].get<double>() ==
+        doctest::Approx(attention["forward"]["flops"].get<double>() * (3 * 192 + 2 * 128) / (192 + 128)).epsilon(1e-9));
   CHECK(rate(attention, "forward") == doctest::Approx(0.75 * 989.4e12).epsilon(1e-3));
   CHECK(rate(attention, "input_grad") == doctest::Approx(0.567 * 989.4e12).epsilon(1e-3));
   // The output head of the last stage in bf16, 4096 tokens × 7168 → 129280: the bf16 shape model's 0.836
