@@ -35,8 +35,9 @@ const Command& run_command() {
        "plumb run SCENARIO [--json] [--trace t.json] [--svg t.svg] [--full] [--set key=value ...]",
        "Simulates one optimizer step on the discrete-event engine: the pipeline schedule with every op's\n"
        "compute and communication (TP, EP, CP, PP, DP), gradient reduction, ZeRO gathers and the\n"
-       "optimizer. Prints step time, tokens/s, MFU, bubbles, exposed communication, memory per stage\n"
-       "and the days, GPU-hours and cost to train the scenario's tokens. Exit code 3 when it does not fit.",
+       "optimizer. Prints step time, tokens/s, MFU, bubbles, exposed communication, memory per stage,\n"
+       "each rank's step split by the ops it ran (F, B, b, W, F&B, waiting), and the days, GPU-hours\n"
+       "and cost to train the scenario's tokens. Exit code 3 when it does not fit.",
        {"SCENARIO"},
        {{"--json", "", "print the report as JSON"},
         {"--trace", "FILE", "write the step's timeline as a Chrome trace (open in Perfetto)"},

@@ -106,10 +106,14 @@ std::vector<RankPhases> rank_phases(const StepSimulation& s) {
   for (std::size_t r = 0; r < rows.size(); ++r)
     if (!s.op_tasks[r].empty()) gpu_of[r] = s.task_gpu[static_cast<std::size_t>(s.op_tasks[r].front().first)];
   std::vector<std::vector<std::pair<double, double>>> busy(s.gpu_pp.size());
+  std::vector<bool> wanted(s.gpu_pp.size(), false);  // full mode: only the replica the ops were placed on
+  for (std::int32_t g : gpu_of)
+    if (g >= 0) wanted[static_cast<std::size_t>(g)] = true;
   for (std::size_t t = 0; t < s.task_gpu.size(); ++t) {
     const auto id = static_cast<sim::TaskId>(t);
-    if (s.graph.kind(id) == sim::TaskKind::marker || s.result.end[t] <= s.result.start[t]) continue;
-    busy[static_cast<std::size_t>(s.task_gpu[t])].emplace_back(seconds_of(s.result.start[t]), seconds_of(s.result.end[t]));
+    const auto g = static_cast<std::size_t>(s.task_gpu[t]);
+    if (!wanted[g] || s.graph.kind(id) == sim::TaskKind::marker || s.result.end[t] <= s.result.start[t]) continue;
+    busy[g].emplace_back(seconds_of(s.result.start[t]), seconds_of(s.result.end[t]));
   }
   std::vector<RankPhases> out;
   for (std::size_t r = 0; r < rows.size(); ++r) {
