@@ -37,7 +37,7 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   CHECK(gpu("a100-sxm-80gb").peak_dense.at(MathDtype::bf16) == doctest::Approx(312e12));  // SC'21: 312 TFLOP/s
   CHECK(gpu("h800-sxm").sms == 132);  // DeepSeek-V3: 20 of the 132 SMs
   // The measured large-GEMM ceiling on the H100 (ml-engineering's MAMF table): 792.1 of 989. The A100's
-  // figure is what Megatron-LM's own layer shows (test_step: Korthikanti et al. Table 4), below its
+  // figure is what Megatron-LM's own layer shows (test_published_a100: Korthikanti et al. Table 4), below its
   // MAMF ceiling of 267.9 of 312.
   CHECK(gpu("h100-sxm").gemm_efficiency_at(1e12) == doctest::Approx(792.1 / 989).epsilon(1e-3));
   CHECK(gpu("a100-sxm-80gb").gemm_efficiency_at(1e12) < 267.9 / 312);

@@ -100,10 +100,8 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   std::vector<double> launches;
   for (const Measurements& m : measured)
     if (m.kernel_overhead) launches.push_back(*m.kernel_overhead);
-  double overhead = 0;
+  const double overhead = median(launches);
   if (!launches.empty()) {
-    std::sort(launches.begin(), launches.end());
-    overhead = launches[launches.size() / 2];
     c.kernel_overhead = overhead;
     c.profile["kernel_overhead"] = fmt::format("{:.3f}us", overhead * 1e6);
     c.profile["sources"]["kernel_overhead"] = fmt::format(

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "models/diagnostics.hpp"
+#include "validate/fit.hpp"
 
 namespace plumb {
 
@@ -13,12 +14,7 @@ constexpr const char* kPassNames[] = {"forward", "input_grad", "weight_grad"};
 
 std::string_view pass_key(int pass) { return kPassNames[pass]; }
 
-double MeasuredRun::median_step() const {
-  if (step_seconds.empty()) return 0;
-  std::vector<double> s = step_seconds;
-  std::sort(s.begin(), s.end());
-  return s[s.size() / 2];
-}
+double MeasuredRun::median_step() const { return median(step_seconds); }
 
 namespace {
 std::string op_label(const VirtualRun& run, const MeasuredOp& op) {
