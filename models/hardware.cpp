@@ -31,23 +31,65 @@ double read_from_flops(ObjectReader& row) {
   return read_quantity(*v, Dimension::count, row.pointer("from_flops"), row.source()).value_or(0.0);
 }
 
-// A catalogue name, a path, or an inline object: the file is loaded into `doc`, and `file`
-// becomes the source errors are reported against.
+// A profile may start from another: {"base": "h800-sxm", ...} reads the base profile (a catalogue
+// name or a path, itself perhaps derived) and lays this object over it as a JSON merge patch (RFC
+// 7386): objects merge key by key, anything else replaces, null removes. `node` becomes the merged
+// document, held in `doc`; false after an error, reported against `file`.
+bool apply_base(const Json*& node, const std::string& folder, const std::string& what, const std::string& pointer,
+                const SourceFile& file, Json& doc, int depth = 0) {
+  if (!node->is_object() || !node->contains("base")) return true;
+  const std::string at = pointer + "/base";
+  const Json& base_ref = node->at("base");
+  if (!base_ref.is_string()) {
+    file.error(at, fmt::format("\"base\" names the {} this one starts from: a bundled name or a path, as a string", what));
+    return false;
+  }
+  if (depth >= 8) {
+    file.error(at, fmt::format("{}s derive from one another more than 8 deep; is there a cycle of \"base\"?", what));
+    return false;
+  }
+  auto path = resolve_reference(base_ref.get<std::string>(), folder, what, at, file);
+  if (!path) return false;
+  SourceFile base_file = source_for(*path, file);
+  Json base_doc = load_json_file(*path, base_file);
+  if (base_doc.is_discarded()) return false;
+  const Json* base = &base_doc;
+  Json base_merged;
+  if (!apply_base(base, folder, what, "", base_file, base_merged, depth + 1)) return false;
+  Json merged = *base;
+  Json patch = *node;
+  patch.erase("base");
+  merged.merge_patch(patch);
+  doc = std::move(merged);
+  node = &doc;
+  return true;
+}
+
+// A catalogue name, a path, or an inline object, laid over its base if it names one: the file is
+// loaded into `doc`, and `file` becomes the source errors are reported against.
 const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
                              std::string& pointer, const SourceFile& src, Json& doc, SourceFile& file,
                              std::string& id) {
-  if (!value.is_string()) {
+  const Json* node = &value;
+  if (value.is_string()) {
+    auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
+    if (!path) return nullptr;
+    file = source_for(*path, src);
+    doc = load_json_file(*path, file);
+    if (doc.is_discarded()) return nullptr;
+    id = value.get<std::string>();
+    pointer.clear();
+    node = &doc;
+  } else {
     id = "(inline)";
-    return &value;
   }
-  auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
-  if (!path) return nullptr;
-  file = source_for(*path, src);
-  doc = load_json_file(*path, file);
-  if (doc.is_discarded()) return nullptr;
-  id = value.get<std::string>();
-  pointer.clear();
-  return &doc;
+  Json merged;
+  if (!apply_base(node, folder, what, pointer, file, merged)) return nullptr;
+  if (node == &merged) {
+    doc = std::move(merged);
+    node = &doc;
+  }
+  return node;
 }
 
 // A profile given by name, path or inline object, read field by field; nullopt if any field failed.

@@ -1,6 +1,10 @@
 // Every bundled GPU and fabric profile reads strictly (each figure with its source), and the
 // profiles agree with the published figures in shared/reference/published.md.
 #include <doctest/doctest.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
 
 #include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
@@ -14,7 +18,8 @@ using test::profile_file;
 
 TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   auto names = catalogue_names(kGpuProfiles);
-  CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h200-sxm", "h800-sxm"});
+  CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h200-sxm", "h800-sxm",
+                                         "h800-sxm-deepseek-2024"});
   for (const std::string& name : names) {
     GpuSpec g = gpu(name);
     INFO(name);
@@ -24,7 +29,7 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     std::size_t optional = !g.gemm_efficiency_fp8.empty() + g.attention_backward_efficiency.has_value() +
                            g.sources.count("hbm_efficiency") + !g.gemm_model.empty();
     CHECK(g.sources.size() == 9 + optional);
-    bool hopper = name == "h100-sxm" || name == "h800-sxm" || name == "h200-sxm";
+    bool hopper = name.starts_with("h100") || name.starts_with("h800") || name.starts_with("h200");
     CHECK(optional == (hopper ? 4u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
@@ -160,4 +165,53 @@ TEST_CASE("a GPU profile's gemm_model is read strictly") {
   CHECK(errors_of({{"fp8", {{"ceiling", 0.8}, {"k_overhead", 100}, {"tile", {128, 128}}}}}).find("no fp8 peak") != std::string::npos);
   CHECK(errors_of({{"bf16", {{"ceiling", 1.5}, {"k_overhead", 100}, {"tile", {128, 128}}}}}).find("/gemm_model/bf16/ceiling") == 0);
   CHECK(errors_of({{"bf16", {{"ceiling", 0.8}, {"tile", {128, 128}}}}})== "/gemm_model/bf16: missing key \"k_overhead\"");
+}
+
+TEST_CASE("a profile derived from another: DeepSeek-V3's 2024 kernels are the H800 with DeepGEMM's speedups undone") {
+  const GpuSpec base = gpu("h800-sxm"), old = gpu("h800-sxm-deepseek-2024");
+  // Everything it does not name is the base's: the hardware, bf16, attention.
+  CHECK(old.sms == base.sms);
+  CHECK(old.hbm_bandwidth == base.hbm_bandwidth);
+  CHECK(old.peak_dense == base.peak_dense);
+  CHECK(old.attention_backward_efficiency == base.attention_backward_efficiency);
+  CHECK(old.gemm_efficiency_of(4096, 4096, 7168, 1, MathDtype::bf16) == base.gemm_efficiency_of(4096, 4096, 7168, 1, MathDtype::bf16));
+  CHECK(old.sources.at("sms") == base.sources.at("sms"));
+  CHECK(old.sources.at("gemm_model") != base.sources.at("gemm_model"));
+  // fp8: DeepGEMM README's speedups over the kernel it replaced on the ten training-shaped rows (mean
+  // 1.12), and PR #95's ~20% for weight gradients; the shape terms (tile, K overhead) stay the base's.
+  const double speedups[] = {1.1, 1.0, 1.0, 1.2, 1.1, 1.1, 1.2, 1.2, 1.2, 1.1};
+  double mean = 0;
+  for (double x : speedups) mean += x / 10;
+  CHECK(base.gemm_efficiency_of(4096, 4096, 7168, 8, MathDtype::fp8) / old.gemm_efficiency_of(4096, 4096, 7168, 8, MathDtype::fp8) ==
+        doctest::Approx(mean).epsilon(0.002));
+  CHECK(base.gemm_efficiency_of(7168, 4096, 8192, 4, MathDtype::fp8, true) /
+            old.gemm_efficiency_of(7168, 4096, 8192, 4, MathDtype::fp8, true) == doctest::Approx(1.2).epsilon(0.002));
+}
+
+TEST_CASE("a profile's base is checked: a string that names a profile, and no cycles") {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("plumb-base-{}", getpid());
+  std::filesystem::create_directories(dir);
+  auto first_error = [&dir](const Json& p, const std::string& file) {
+    Diagnostics d;
+    SourceFile src{file, dir, &d, {}};
+    read_gpu(p, "/cluster/gpu", src);
+    return d.empty() ? std::string() : d.list().front().pointer + ": " + d.list().front().message;
+  };
+  // An inline override of one figure: the rest comes from the base.
+  Json ok = {{"base", "h100-sxm"}, {"sms", 114}};
+  Diagnostics d;
+  SourceFile src{"s.json", data_dir(), &d, {}};
+  std::optional<GpuSpec> g = read_gpu(ok, "/cluster/gpu", src);
+  REQUIRE(g);
+  CHECK(g->sms == 114);
+  CHECK(g->hbm_bandwidth == gpu("h100-sxm").hbm_bandwidth);
+  CHECK(first_error({{"base", 3}}, "s.json").find("/cluster/gpu/base: \"base\" names the GPU profile") == 0);
+  CHECK(first_error({{"base", "h100-sx"}}, "s.json").find("did you mean \"h100-sxm\"") != std::string::npos);
+  // null removes a key of the base (RFC 7386): a required one is then missing, named as usual.
+  CHECK(first_error({{"base", "h100-sxm"}, {"sms", nullptr}}, "s.json") == "/cluster/gpu: missing key \"sms\"");
+  // Two files that name each other.
+  std::ofstream(dir / "plumb-cycle-a.json") << R"({"base": "plumb-cycle-b.json"})";
+  std::ofstream(dir / "plumb-cycle-b.json") << R"({"base": "plumb-cycle-a.json"})";
+  CHECK(first_error(Json("plumb-cycle-a.json"), "s.json").find("more than 8 deep; is there a cycle") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

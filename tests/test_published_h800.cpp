@@ -61,25 +61,27 @@ TEST_CASE("DeepSeek-V3: the published step is the published GPU-hours, and plumb
 }
 
 TEST_CASE("DeepSeek-V3: the published layout fits; forward-only chunks take what they took, the backward is short") {
-  // plumb's step is 15.3 s against 19.926 s (138K GPU-hours per trillion tokens against 180K, −23%;
-  // the issue asks for ±15%). Table 4 says where: the forward-only chunks match, and the time missing
-  // is in the backward chunk, the same ~35 ms per 4-layer chunk in every overlapped F&B pair and in
-  // every lone backward (README "Fidelity"). Figures are means over the 16 pipeline ranks. Each figure below must stay on the side it errs now; a
-  // change that moves one more than 30% away has broken a term rather than missed one.
+  // plumb's step is 16.0 s against 19.926 s (145K GPU-hours per trillion tokens against 180K, −20%;
+  // the issue asks for ±15%), with the fp8 GEMMs at the speed of the kernels V3 was trained with
+  // (hw_profiles/gpus/h800-sxm-deepseek-2024.json). Table 4 says where the rest is: the forward-only
+  // chunks match, and the time missing is in the backward chunk, ~29 ms per 4-layer chunk in every
+  // overlapped F&B pair and in every lone backward (README "Fidelity"). Figures are means over the
+  // 16 pipeline ranks. Each must stay on the side it errs now; a change that moves one more than 25%
+  // away has broken a term rather than missed one.
   Simulated s = simulate(deepseek());
   const StepReport& r = s.report;
   CHECK(r.fits);
   CHECK(r.peak_bytes < 80.0 * (1ull << 30));
   INFO("step " << r.step_time << " s");
   CHECK(r.step_time < kStepSeconds);
-  CHECK(r.step_time > 0.7 * kStepSeconds);
+  CHECK(r.step_time > 0.75 * kStepSeconds);
   const double forward = mean_seconds(r, OpKind::forward), pairs = mean_seconds(r, OpKind::forward_backward);
   double bubble = 0;
   for (const RankPhases& p : r.phases) bubble += (p.before + p.waiting) / static_cast<double>(r.phases.size());
   INFO("forward-only " << forward << " s, F&B pairs " << pairs << " s, bubble " << bubble << " s");
   CHECK(relative(forward, kForwardOnly) < 0.10);
   CHECK(pairs < kPairs);
-  CHECK(pairs > 0.7 * kPairs);
+  CHECK(pairs > 0.75 * kPairs);
   CHECK(bubble < kBubble);
   CHECK(bubble > 0.75 * kBubble);
 }

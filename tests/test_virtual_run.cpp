@@ -170,6 +170,7 @@ std::filesystem::path predicted_as_measured(const std::string& scenario_file, do
   setup.driver = "13.0";
   setup.date = "2026-11-21";
   Job full = load_scenario(setup.scenario);
+  full.cluster.gpu = *bundled_gpu_profile(setup.device);  // as compare does: the device's profile, not the scenario's
   VirtualRun run = plan_virtual_run(full, setup.options);
   StepSimulation sim = simulate_step(run.job, step_costs(run.job));
   MeasuredRun m;
@@ -240,7 +241,7 @@ TEST_CASE("a measured-run file with a missing or wrong field is refused with its
 TEST_CASE("a GEMM on a quarter of the SMs is as efficient as one with four times its FLOPs on the whole GPU") {
   // H800 fp8 table (DeepGEMM): 50.2% below 9·10^11 FLOPs, 62.0% from there. 3·10^11 FLOPs on a 32-SM
   // green context give each SM the work of 1.24·10^12 on all 132.
-  Job full = scenario("deepseek-v3-2048xh800.json");
+  Job full = scenario("deepseek-v3-2048xh800.json", {"cluster.gpu=h800-sxm"});
   VirtualRun run = plan_virtual_run(full, {});
   CHECK(full.cluster.gpu.gemm_efficiency_at(3e11, MathDtype::fp8) == doctest::Approx(0.502));
   CHECK(run.job.cluster.gpu.gemm_efficiency_at(3e11, MathDtype::fp8) == doctest::Approx(0.620));
