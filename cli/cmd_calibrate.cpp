@@ -28,7 +28,21 @@ Json read_json(const std::string& path) {
   return doc;
 }
 
-// A profile by catalogue name (GPU first, then fabric) or by path; a fabric has gpus_per_node.
+// A fabric profile has gpus_per_node, itself or in the profile its "base" names (a derived one need
+// not repeat it); a GPU profile has not.
+bool is_fabric_profile(const std::filesystem::path& path, int depth = 0) {
+  Json doc = read_json(path.string());
+  if (doc.contains("gpus_per_node")) return true;
+  if (depth >= 8 || !doc.contains("base") || !doc["base"].is_string()) return false;
+  const std::string base = doc["base"].get<std::string>();
+  if (base.find('/') == std::string::npos && !base.ends_with(".json"))
+    return std::filesystem::exists(data_dir() / kFabricProfiles / (base + ".json"));
+  std::filesystem::path p = base;
+  if (p.is_relative()) p = path.parent_path() / p;
+  return std::filesystem::exists(p) && is_fabric_profile(p, depth + 1);
+}
+
+// A profile by catalogue name (GPU first, then fabric) or by path.
 struct ProfileRef {
   std::filesystem::path path;
   bool fabric = false;
@@ -43,7 +57,7 @@ ProfileRef find_profile(const std::string& ref) {
     for (const std::string& n : catalogue_names(kFabricProfiles)) names.push_back(n);
     throw UsageError(unknown_word_message("--profile", ref, names) + " (or a path to a profile file)");
   }
-  return {ref, read_json(ref).contains("gpus_per_node")};
+  return {std::filesystem::absolute(ref), is_fabric_profile(ref)};
 }
 
 // Without --profile, GPU measurements name their device: its bundled profile is the one to calibrate.
@@ -63,9 +77,11 @@ int run_calibrate(const Args& args) {
   std::vector<Measurements> measured;
   for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
-  Json raw = read_json(ref.path.string());
   Diagnostics d;
   SourceFile src{ref.path.string(), ref.path.parent_path(), &d, {}};
+  // A derived profile is calibrated whole: the file written stands alone, wherever it goes.
+  Json raw = load_profile_document(ref.path, ref.fabric, src);
+  d.throw_if_any();
   std::optional<GpuSpec> gpu = read_gpu(ref.fabric ? Json(args.value("--gpu", "h100-sxm")) : Json(ref.path.string()),
                                         ref.fabric ? "--gpu" : "", src);
   d.throw_if_any();

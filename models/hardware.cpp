@@ -222,6 +222,16 @@ void read_gemm_models(ObjectReader& r, GpuSpec& g) {
 
 }  // namespace
 
+Json load_profile_document(const std::filesystem::path& path, bool fabric, const SourceFile& src) {
+  Json doc = load_json_file(path, src);
+  if (doc.is_discarded()) return doc;
+  const Json* node = &doc;
+  Json merged;
+  if (!apply_base(node, fabric ? kFabricProfiles : kGpuProfiles, fabric ? "fabric profile" : "GPU profile", "", src, merged))
+    return Json(Json::value_t::discarded);
+  return node == &merged ? merged : doc;
+}
+
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
   return read_profile<GpuSpec>(value, pointer, src, kGpuProfiles, "GPU profile", [](ObjectReader& r, GpuSpec& g) {
     g.name = r.string("name", Need::required).value_or("");

@@ -104,6 +104,9 @@ struct Cluster {
 };
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src);
+// A GPU (or, with `fabric`, fabric) profile file as plumb reads it: loaded and laid over the profile
+// its "base" names, if any, so it stands alone. A discarded value after an error, reported in `src`.
+Json load_profile_document(const std::filesystem::path& path, bool fabric, const SourceFile& src);
 std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer, const SourceFile& src);
 // A scenario's "cluster": an object {gpu, nodes, fabric} or a path to a file holding one.
 std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer, const SourceFile& src);

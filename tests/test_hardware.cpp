@@ -215,3 +215,18 @@ TEST_CASE("a profile's base is checked: a string that names a profile, and no cy
   CHECK(first_error(Json("plumb-cycle-a.json"), "s.json").find("more than 8 deep; is there a cycle") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a derived profile file resolves to a profile that stands alone (what plumb calibrate starts from)") {
+  Diagnostics d;
+  SourceFile src{"h800-sxm-deepseek-2024.json", data_dir(), &d, {}};
+  Json doc = load_profile_document(data_dir() / kGpuProfiles / "h800-sxm-deepseek-2024.json", false, src);
+  REQUIRE(d.empty());
+  CHECK_FALSE(doc.contains("base"));
+  CHECK(doc["sms"] == 132);                                                   // from the base
+  CHECK(doc["gemm_model"]["fp8"]["k_overhead"] == 727);                       // from the base, inside an override
+  CHECK(doc["gemm_model"]["fp8"]["ceiling"].get<double>() == doctest::Approx(0.660));  // its own
+  SourceFile inline_src{"x.json", data_dir(), &d, {}};
+  CHECK(read_gpu(doc, "", inline_src));  // reads as an inline profile, no base needed
+  // A profile without a base comes back as written.
+  CHECK(load_profile_document(data_dir() / kGpuProfiles / "h100-sxm.json", false, src) == profile_file("hw_profiles/gpus", "h100-sxm"));
+}
