@@ -28,18 +28,13 @@ Json read_json(const std::string& path) {
   return doc;
 }
 
-// A fabric profile has gpus_per_node, itself or in the profile its "base" names (a derived one need
-// not repeat it); a GPU profile has not.
-bool is_fabric_profile(const std::filesystem::path& path, int depth = 0) {
-  Json doc = read_json(path.string());
-  if (doc.contains("gpus_per_node")) return true;
-  if (depth >= 8 || !doc.contains("base") || !doc["base"].is_string()) return false;
-  const std::string base = doc["base"].get<std::string>();
-  if (base.find('/') == std::string::npos && !base.ends_with(".json"))
-    return std::filesystem::exists(data_dir() / kFabricProfiles / (base + ".json"));
-  std::filesystem::path p = base;
-  if (p.is_relative()) p = path.parent_path() / p;
-  return std::filesystem::exists(p) && is_fabric_profile(p, depth + 1);
+// A fabric profile has gpus_per_node, itself or through the fabric profile its "base" names; a GPU
+// profile has not.
+bool is_fabric_profile(const std::filesystem::path& path) {
+  Diagnostics scratch;
+  SourceFile src{path.string(), path.parent_path(), &scratch, {}};
+  Json doc = load_profile_document(path, true, src);
+  return scratch.empty() && doc.contains("gpus_per_node");
 }
 
 // A profile by catalogue name (GPU first, then fabric) or by path.

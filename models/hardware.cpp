@@ -31,6 +31,9 @@ double read_from_flops(ObjectReader& row) {
   return read_quantity(*v, Dimension::count, row.pointer("from_flops"), row.source()).value_or(0.0);
 }
 
+Json load_derived(const std::filesystem::path& path, const std::string& folder, const std::string& what,
+                  const SourceFile& file, int depth = 0);
+
 // A profile may start from another: {"base": "h800-sxm", ...} reads the base profile (a catalogue
 // name or a path, itself perhaps derived) and lays this object over it as a JSON merge patch (RFC
 // 7386): objects merge key by key, anything else replaces, null removes. `node` becomes the merged
@@ -50,13 +53,8 @@ bool apply_base(const Json*& node, const std::string& folder, const std::string&
   }
   auto path = resolve_reference(base_ref.get<std::string>(), folder, what, at, file);
   if (!path) return false;
-  SourceFile base_file = source_for(*path, file);
-  Json base_doc = load_json_file(*path, base_file);
-  if (base_doc.is_discarded()) return false;
-  const Json* base = &base_doc;
-  Json base_merged;
-  if (!apply_base(base, folder, what, "", base_file, base_merged, depth + 1)) return false;
-  Json merged = *base;
+  Json merged = load_derived(*path, folder, what, source_for(*path, file), depth + 1);
+  if (merged.is_discarded()) return false;
   Json patch = *node;
   patch.erase("base");
   merged.merge_patch(patch);
@@ -65,31 +63,35 @@ bool apply_base(const Json*& node, const std::string& folder, const std::string&
   return true;
 }
 
+// A profile file, laid over its base if it names one; a discarded value after an error.
+Json load_derived(const std::filesystem::path& path, const std::string& folder, const std::string& what,
+                  const SourceFile& file, int depth) {
+  Json doc = load_json_file(path, file);
+  if (doc.is_discarded()) return doc;
+  const Json* node = &doc;
+  Json merged;
+  if (!apply_base(node, folder, what, "", file, merged, depth)) return Json(Json::value_t::discarded);
+  return node == &merged ? merged : doc;
+}
+
 // A catalogue name, a path, or an inline object, laid over its base if it names one: the file is
 // loaded into `doc`, and `file` becomes the source errors are reported against.
 const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
                              std::string& pointer, const SourceFile& src, Json& doc, SourceFile& file,
                              std::string& id) {
-  const Json* node = &value;
-  if (value.is_string()) {
-    auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
-    if (!path) return nullptr;
-    file = source_for(*path, src);
-    doc = load_json_file(*path, file);
-    if (doc.is_discarded()) return nullptr;
-    id = value.get<std::string>();
-    pointer.clear();
-    node = &doc;
-  } else {
+  if (!value.is_string()) {
     id = "(inline)";
+    const Json* node = &value;
+    return apply_base(node, folder, what, pointer, file, doc) ? node : nullptr;
   }
-  Json merged;
-  if (!apply_base(node, folder, what, pointer, file, merged)) return nullptr;
-  if (node == &merged) {
-    doc = std::move(merged);
-    node = &doc;
-  }
-  return node;
+  auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
+  if (!path) return nullptr;
+  file = source_for(*path, src);
+  doc = load_derived(*path, folder, what, file);
+  if (doc.is_discarded()) return nullptr;
+  id = value.get<std::string>();
+  pointer.clear();
+  return &doc;
 }
 
 // A profile given by name, path or inline object, read field by field; nullopt if any field failed.
@@ -223,13 +225,7 @@ void read_gemm_models(ObjectReader& r, GpuSpec& g) {
 }  // namespace
 
 Json load_profile_document(const std::filesystem::path& path, bool fabric, const SourceFile& src) {
-  Json doc = load_json_file(path, src);
-  if (doc.is_discarded()) return doc;
-  const Json* node = &doc;
-  Json merged;
-  if (!apply_base(node, fabric ? kFabricProfiles : kGpuProfiles, fabric ? "fabric profile" : "GPU profile", "", src, merged))
-    return Json(Json::value_t::discarded);
-  return node == &merged ? merged : doc;
+  return load_derived(path, fabric ? kFabricProfiles : kGpuProfiles, fabric ? "fabric profile" : "GPU profile", src);
 }
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
