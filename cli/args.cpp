@@ -45,10 +45,12 @@ Args::Args(const CommandSpec& spec, const std::vector<std::string>& argv) {
     if (!it->repeatable && values_.count(name)) throw UsageError(fmt::format("{} given twice", name));
     values_[name].push_back(value);
   }
-  // A last positional named "NAME..." takes one or more arguments, "[NAME...]" zero or more.
+  // A last positional named "NAME..." takes one or more arguments, "[NAME...]" zero or more; any
+  // "[NAME]" may be left out (the command tells which were given by their count).
   const bool variadic = !spec.positionals.empty() && (spec.positionals.back().ends_with("...") || spec.positionals.back().ends_with("...]"));
-  const std::size_t least = spec.positionals.size() - (!spec.positionals.empty() && spec.positionals.back().front() == '[' ? 1 : 0);
-  if (variadic ? positionals_.size() < least : positionals_.size() != spec.positionals.size()) {
+  const auto least = static_cast<std::size_t>(
+      std::count_if(spec.positionals.begin(), spec.positionals.end(), [](const std::string& p) { return p.front() != '['; }));
+  if (positionals_.size() < least || (!variadic && positionals_.size() > spec.positionals.size())) {
     std::string expected;
     for (const std::string& p : spec.positionals) expected += " " + p;
     throw UsageError(fmt::format("expected{} but got {} argument{}", expected.empty() ? " no arguments" : expected,

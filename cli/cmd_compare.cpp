@@ -10,7 +10,10 @@ namespace plumb::cli {
 namespace {
 
 int run_compare(const Args& args) {
-  MeasuredFile measured = read_measured_run(args.positional(0));
+  // plumb compare [SCENARIO] MEASURED.json: the scenario, when given, replaces the one the file names
+  // (a run measured on another machine names its path there).
+  const bool scenario_given = args.positionals().size() == 2;
+  MeasuredFile measured = read_measured_run(args.positional(scenario_given ? 1 : 0));
   std::optional<GpuSpec> gpu;
   if (args.flag("--profile")) {
     Diagnostics d;
@@ -18,7 +21,7 @@ int run_compare(const Args& args) {
     gpu = read_gpu(Json(args.value("--profile")), "", src);
     d.throw_if_any();
   }
-  Comparison c = compare_measured_run(measured, gpu);
+  Comparison c = compare_measured_run(measured, gpu, scenario_given ? args.positional(0) : std::string());
   if (args.flag("--json")) std::cout << comparison_json(c).dump(2) << "\n";
   else std::cout << comparison_text(c);
   return kOk;
@@ -29,12 +32,15 @@ int run_compare(const Args& args) {
 const Command& compare_command() {
   static const Command command{
       {"compare",
-       "plumb compare MEASURED.json [--profile P] [--json]",
+       "plumb compare [SCENARIO] MEASURED.json [--profile P] [--json]",
        "Predicts the single-GPU run that plumb-validate run measured (the file names its scenario, overrides,\n"
        "virtual stages and device) — the same shrunk job, simulated with the profile of the GPU it ran on, or\n"
        "with --profile (a calibrated profile from plumb calibrate) — and prints predicted against measured:\n"
-       "step time, each rank's busy time and bubble, and each op's time per pass, with the error.",
-       {"MEASURED.json"},
+       "step time, each rank's busy time and bubble, and each op's time per pass, with the error.\n"
+       "SCENARIO, when given, is used instead of the path the file names (a run measured elsewhere); a\n"
+       "relative path in the file is looked for from here, then under plumb's data folder. A run whose\n"
+       "ranks or ops are not the scenario's is refused.",
+       {"[SCENARIO]", "MEASURED.json"},
        {{"--profile", "P", "the GPU profile to predict with: a catalogue name or a calibrated profile's path"},
         {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON"}}},
       run_compare};

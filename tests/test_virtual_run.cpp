@@ -223,6 +223,33 @@ TEST_CASE("plumb compare reads a measured run back and sets plumb's prediction o
   CHECK(compare_measured_run(same, fast).predicted_step < 0.8 * c.predicted_step);
 }
 
+TEST_CASE("plumb compare finds the scenario a measured run names from elsewhere, takes one given instead, and refuses another's run") {
+  // A file written in a checkout's root names "scenarios/…": found under plumb's data folder from any folder.
+  std::filesystem::path written = predicted_as_measured("deepseek-v3-2048xh800.json", 1.0, "plumb-compare-relative.json");
+  Json doc = Json::parse(std::ifstream(written));
+  doc["scenario"] = "scenarios/deepseek-v3-2048xh800.json";
+  std::ofstream(written) << doc.dump();
+  const std::filesystem::path here = std::filesystem::current_path();
+  std::filesystem::current_path(std::filesystem::temp_directory_path());
+  Comparison found = compare_measured_run(read_measured_run(written.string()));
+  std::filesystem::current_path(here);
+  CHECK(std::abs(found.error()) < 1e-9);
+  // A path that exists nowhere here (the GPU machine's), replaced by the scenario given.
+  doc["scenario"] = "/gpu-box/checkout/scenarios/deepseek-v3-2048xh800.json";
+  std::ofstream(written) << doc.dump();
+  const MeasuredFile moved = read_measured_run(written.string());
+  CHECK_THROWS_WITH_AS(compare_measured_run(moved), doctest::Contains("/scenario: the scenario it was measured from"), InputError);
+  const std::string deepseek = (data_dir() / "scenarios" / "deepseek-v3-2048xh800.json").string();
+  CHECK(std::abs(compare_measured_run(moved, std::nullopt, deepseek).error()) < 1e-9);
+  // GPT-3's run set against DeepSeek-V3: its ops are not DeepSeek's.
+  const MeasuredFile gpt3 = read_measured_run(predicted_as_measured("gpt3-175b-megatron.json", 1.0, "plumb-compare-gpt3.json").string());
+  CHECK_THROWS_WITH_AS(compare_measured_run(gpt3, std::nullopt, deepseek), doctest::Contains("measured from another scenario"), InputError);
+  // A rank the shrunk plan does not have (it would index past the plan's ranks).
+  MeasuredFile extra = moved;
+  extra.run.timeline.push_back({7, 0, 0.0, 1e-3});
+  CHECK_THROWS_WITH_AS(compare_measured_run(extra, std::nullopt, deepseek), doctest::Contains("rank 7 is not one of the 4 ranks"), InputError);
+}
+
 TEST_CASE("a measured-run file with a missing or wrong field is refused with its JSON path") {
   std::filesystem::path good = predicted_as_measured("gpt3-175b-megatron.json", 1.0, "plumb-compare-good.json");
   Json doc = Json::parse(std::ifstream(good));

@@ -1,9 +1,11 @@
 #include "validate/compare.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 
+#include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
 #include "models/op_cost.hpp"
 #include "models/schedule_report.hpp"
@@ -34,14 +36,50 @@ std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<std::tupl
   return busy;
 }
 
+// The scenario a measured run names, as written (from the current folder), else under plumb's data
+// folder: plumb-validate runs in a checkout's root, so its files name "scenarios/x.json".
+std::filesystem::path scenario_path(const std::string& scenario) {
+  std::filesystem::path p(scenario);
+  if (p.is_relative() && !std::filesystem::exists(p) && std::filesystem::exists(data_dir() / p)) return data_dir() / p;
+  return p;
+}
+
+// A measured run must be of this plan: its ranks within the plan's and its ops the plan's (a file
+// measured from another scenario would otherwise be compared op by nameless op).
+void check_measured_matches(const MeasuredFile& m, const std::string& scenario, std::size_t ranks,
+                            const std::map<std::string, std::size_t>& ops) {
+  Diagnostics d;
+  SourceFile src{m.file.empty() ? std::string("the measured run") : m.file, {}, &d, {}};
+  for (const MeasuredOp& op : m.run.timeline)
+    if (op.rank < 0 || static_cast<std::size_t>(op.rank) >= ranks) {
+      src.error("/timeline", fmt::format("rank {} is not one of the {} ranks {} shrinks to: was the run measured from "
+                                         "another scenario or other --set options?", op.rank, ranks, scenario));
+      d.throw_if_any();
+    }
+  std::size_t unknown = 0;
+  for (const MeasuredOpTime& t : m.run.op_times) unknown += !ops.count(t.op);
+  if (!m.run.op_times.empty() && 2 * unknown > m.run.op_times.size())
+    src.error("/ops", fmt::format("{} of its {} op timings name ops {} does not have: it was measured from another scenario "
+                                  "(the file names {})", unknown, m.run.op_times.size(), scenario, m.setup.scenario));
+  d.throw_if_any();
+}
+
 }  // namespace
 
-Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu) {
-  Job full = load_scenario(m.setup.scenario, m.setup.overrides);
+Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu, const std::string& scenario_in) {
+  const std::string scenario = scenario_in.empty() ? m.setup.scenario : scenario_in;
+  if (scenario_in.empty() && !std::filesystem::exists(scenario_path(scenario))) {
+    Diagnostics d;
+    SourceFile src{m.file, {}, &d, {}};
+    src.error("/scenario", fmt::format("the scenario it was measured from, {}, is not here (nor under {}); give it: "
+                                       "plumb compare SCENARIO MEASURED.json", scenario, data_dir().string()));
+    d.throw_if_any();
+  }
+  Job full = load_scenario(scenario_path(scenario), m.setup.overrides);
   std::optional<GpuSpec> profile = gpu ? gpu : bundled_gpu_profile(m.setup.device);
   if (!profile) {
     Diagnostics d;
-    SourceFile src{m.setup.scenario, {}, &d, {}};
+    SourceFile src{scenario, {}, &d, {}};
     src.error("/device", fmt::format("no bundled GPU profile matches \"{}\"; give --profile with a calibrated one", m.setup.device));
     d.throw_if_any();
   }
@@ -57,6 +95,9 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   c.measured_step = m.run.median_step();
   c.predicted_step = sim.step_time;
   const std::size_t ranks = static_cast<std::size_t>(run.job.layout.pp);
+  std::map<std::string, std::size_t> id;
+  for (std::size_t i = 0; i < run.op_names.size(); ++i) id[run.op_names[i]] = i;
+  check_measured_matches(m, scenario, ranks, id);
   std::vector<std::tuple<std::size_t, double, double>> measured_spans, predicted_spans;
   for (const MeasuredOp& op : m.run.timeline) measured_spans.emplace_back(static_cast<std::size_t>(op.rank), op.start, op.end);
   std::vector<std::vector<PlacedOp>> placed = placed_step_ops(sim);
@@ -66,8 +107,6 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   for (std::size_t r = 0; r < ranks; ++r)
     c.ranks.push_back({mb[r], pb[r], c.measured_step > 0 ? 1 - mb[r] / c.measured_step : 0,
                        c.predicted_step > 0 ? 1 - pb[r] / c.predicted_step : 0});
-  std::map<std::string, std::size_t> id;
-  for (std::size_t i = 0; i < run.op_names.size(); ++i) id[run.op_names[i]] = i;
   const double steps = static_cast<double>(std::max<std::size_t>(1, m.run.step_seconds.size()));
   for (const MeasuredOpTime& t : m.run.op_times) {
     auto it = id.find(t.op);

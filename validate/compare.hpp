@@ -43,8 +43,11 @@ struct Comparison {
 };
 
 // Predicts with `gpu` when given (a calibrated profile), else with the bundled profile of the device
-// the run was measured on. Throws InputError when neither is there or the scenario cannot shrink.
-Comparison compare_measured_run(const MeasuredFile& measured, const std::optional<GpuSpec>& gpu = std::nullopt);
+// the run was measured on; from `scenario` when given, else the scenario the file names (a relative
+// path found from the current folder or under plumb's data folder). Throws InputError when there is
+// no profile, the scenario cannot shrink, or the run was not measured from it.
+Comparison compare_measured_run(const MeasuredFile& measured, const std::optional<GpuSpec>& gpu = std::nullopt,
+                                const std::string& scenario = "");
 
 std::string comparison_text(const Comparison& c);
 Json comparison_json(const Comparison& c);

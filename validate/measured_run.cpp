@@ -77,6 +77,7 @@ MeasuredFile read_measured_run(const std::string& path) {
   Json doc = load_json_file(path, src);
   d.throw_if_any();
   MeasuredFile f;
+  f.file = path;
   ObjectReader r(doc, "", src);
   if (r.integer("plumb_measured_run", Need::required, 1, 1) != 1) {
     r.finish();

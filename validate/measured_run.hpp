@@ -48,6 +48,7 @@ Json measured_run_json(const MeasuredSetup& setup, const VirtualRun& run, const 
 Json measured_trace_json(const VirtualRun& run, const MeasuredRun& measured);
 
 struct MeasuredFile {
+  std::string file;  // where it was read from
   MeasuredSetup setup;
   MeasuredRun run;
 };
