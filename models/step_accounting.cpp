@@ -93,6 +93,15 @@ std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s) {
   return rows;
 }
 
+std::vector<std::pair<double, double>> merged_intervals(std::vector<std::pair<double, double>> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<std::pair<double, double>> merged;
+  for (const auto& iv : spans)
+    if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
+    else merged.push_back(iv);
+  return merged;
+}
+
 double RankPhases::total() const {
   double t = before + waiting + after;
   for (double x : seconds) t += x;
@@ -118,14 +127,8 @@ std::vector<RankPhases> rank_phases(const StepSimulation& s) {
   std::vector<RankPhases> out;
   for (std::size_t r = 0; r < rows.size(); ++r) {
     // The GPU's busy time as disjoint intervals, to take the idle stretches inside an op's span out of it.
-    std::vector<std::pair<double, double>> merged;
-    if (gpu_of[r] >= 0) {
-      auto& b = busy[static_cast<std::size_t>(gpu_of[r])];
-      std::sort(b.begin(), b.end());
-      for (const auto& iv : b)
-        if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
-        else merged.push_back(iv);
-    }
+    const std::vector<std::pair<double, double>> merged =
+        gpu_of[r] >= 0 ? merged_intervals(busy[static_cast<std::size_t>(gpu_of[r])]) : std::vector<std::pair<double, double>>{};
     auto busy_within = [&, next = std::size_t{0}](double from, double to) mutable {
       while (next < merged.size() && merged[next].second <= from) ++next;
       double t = 0;

@@ -23,16 +23,8 @@ std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<std::tupl
   std::vector<std::vector<std::pair<double, double>>> by_rank(ranks);
   for (const auto& [r, start, end] : spans) by_rank[r].push_back({start, end});
   std::vector<double> busy(ranks, 0.0);
-  for (std::size_t r = 0; r < ranks; ++r) {
-    auto& s = by_rank[r];
-    std::sort(s.begin(), s.end());
-    double covered_to = 0;
-    for (const auto& [a, b] : s) {
-      double from = std::max(a, covered_to);
-      if (b > from) busy[r] += b - from;
-      covered_to = std::max(covered_to, b);
-    }
-  }
+  for (std::size_t r = 0; r < ranks; ++r)
+    for (const auto& [a, b] : merged_intervals(std::move(by_rank[r]))) busy[r] += b - a;
   return busy;
 }
 
@@ -68,14 +60,15 @@ void check_measured_matches(const MeasuredFile& m, const std::string& scenario, 
 
 Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu, const std::string& scenario_in) {
   const std::string scenario = scenario_in.empty() ? m.setup.scenario : scenario_in;
-  if (scenario_in.empty() && !std::filesystem::exists(scenario_path(scenario))) {
+  const std::filesystem::path path = scenario_path(scenario);
+  if (scenario_in.empty() && !std::filesystem::exists(path)) {
     Diagnostics d;
     SourceFile src{m.file, {}, &d, {}};
     src.error("/scenario", fmt::format("the scenario it was measured from, {}, is not here (nor under {}); give it: "
                                        "plumb compare SCENARIO MEASURED.json", scenario, data_dir().string()));
     d.throw_if_any();
   }
-  Job full = load_scenario(scenario_path(scenario), m.setup.overrides);
+  Job full = load_scenario(path, m.setup.overrides);
   std::optional<GpuSpec> profile = gpu ? gpu : bundled_gpu_profile(m.setup.device);
   if (!profile) {
     Diagnostics d;
