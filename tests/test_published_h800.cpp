@@ -60,26 +60,29 @@ TEST_CASE("DeepSeek-V3: the published step is the published GPU-hours, and plumb
   CHECK(relative(plumb, published) < 0.01);
 }
 
-TEST_CASE("DeepSeek-V3: the published layout fits; forward-only chunks take what they took, the backward is short") {
-  // plumb's step is 16.0 s against 19.926 s (145K GPU-hours per trillion tokens against 180K, −20%;
-  // the issue asks for ±15%), with the fp8 GEMMs at the speed of the kernels V3 was trained with
-  // (hw_profiles/gpus/h800-sxm-deepseek-2024.json). Table 4 says where the rest is: the forward-only
-  // chunks match, and the time missing is in the backward chunk, ~29 ms per 4-layer chunk in every
-  // overlapped F&B pair and in every lone backward (README "Fidelity"). Figures are means over the
-  // 16 pipeline ranks. Each must stay on the side it errs now; a change that moves one more than 25%
-  // away has broken a term rather than missed one.
-  Simulated s = simulate(deepseek());
+TEST_CASE("DeepSeek-V3: GPU-hours within 15% of the published; forward-only chunks take what they took, the backward is short") {
+  // plumb's step is 17.07 s against 19.926 s: 154K GPU-hours per trillion tokens against 180K (−14.4%;
+  // the issue asks for ±15%), with the fp8 GEMMs and MLA's attention at the speed of the kernels V3
+  // was trained with (hw_profiles/gpus/h800-sxm-deepseek-2024.json). Table 4 says where the rest is:
+  // the forward-only chunks match (within 1%, not fitted), and the time missing is in the backward
+  // chunk, ~19 ms per 4-layer chunk in every overlapped F&B pair and in every lone backward (README
+  // "Fidelity"). Figures are means over the 16 pipeline ranks. Each must stay on the side it errs now;
+  // a change that moves one more than 25% away has broken a term rather than missed one.
+  Job job = deepseek();
+  Simulated s = simulate(job);
   const StepReport& r = s.report;
   CHECK(r.fits);
   CHECK(r.peak_bytes < 80.0 * (1ull << 30));
-  INFO("step " << r.step_time << " s");
+  const double tokens_per_step = static_cast<double>(job.training.global_batch * job.training.seq_len);
+  const double gpu_hours_per_trillion = r.step_time / tokens_per_step * 1e12 * static_cast<double>(job.layout.gpus()) / 3600;
+  INFO("step " << r.step_time << " s, " << gpu_hours_per_trillion / 1e3 << "K GPU-hours per trillion tokens");
+  CHECK(relative(gpu_hours_per_trillion, 180e3) < 0.15);
   CHECK(r.step_time < kStepSeconds);
-  CHECK(r.step_time > 0.75 * kStepSeconds);
   const double forward = mean_seconds(r, OpKind::forward), pairs = mean_seconds(r, OpKind::forward_backward);
   double bubble = 0;
   for (const RankPhases& p : r.phases) bubble += (p.before + p.waiting) / static_cast<double>(r.phases.size());
   INFO("forward-only " << forward << " s, F&B pairs " << pairs << " s, bubble " << bubble << " s");
-  CHECK(relative(forward, kForwardOnly) < 0.10);
+  CHECK(relative(forward, kForwardOnly) < 0.05);
   CHECK(pairs < kPairs);
   CHECK(pairs > 0.75 * kPairs);
   CHECK(bubble < kBubble);

@@ -356,7 +356,9 @@ TEST_CASE("--full simulates every GPU with collectives as barriers and agrees wi
 TEST_CASE("collectives crossing nodes share each GPU's network port when they overlap") {
   // Under 1F1B every all-to-all is on the critical path, so what shares its port shows in the step
   // (under DualPipe the pairs hide it, and the order of a few transfers can move the step either way).
-  Job job = scenario("deepseek-v3-2048xh800.json", {"parallel.schedule=1f1b"});
+  // Today's kernels (DeepGEMM, FlashAttention-3): with the slower 2024 ones the compute hides most of
+  // the transfers that share the port, and what is left is within the reordering noise.
+  Job job = scenario("deepseek-v3-2048xh800.json", {"parallel.schedule=1f1b", "cluster.gpu=h800-sxm"});
   StepCosts costs = step_costs(job);
   // EP64 over 8 nodes, DP over 128 ranks and PP16 all cross nodes; there is no TP.
   CHECK(costs.network[static_cast<std::size_t>(CommKind::ep)]);
