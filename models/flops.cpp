@@ -67,6 +67,30 @@ void add_fp8_quantization(std::vector<LayerOp>& ops) {
   ops = std::move(out);
 }
 
+// Without fused accumulation each GEMM's weight gradient is added to the accumulated gradients by an
+// elementwise kernel after it: it reads the new gradient and reads and writes the accumulator,
+// `bytes` per weight (a grouped expert GEMM has one weight matrix per expert). It runs in the weight-
+// gradient pass, once per micro-batch, whatever the load on the experts.
+void add_grad_accumulation(std::vector<LayerOp>& ops, double bytes) {
+  std::vector<LayerOp> out;
+  out.reserve(2 * ops.size());
+  for (LayerOp& op : ops) {
+    const bool weighted = op.cls == OpClass::gemm;
+    const double weights = op.in * op.out * op.groups;
+    std::string name = "weight-gradient accumulation (" + op.name + ")";
+    out.push_back(std::move(op));
+    if (weighted) out.push_back({std::move(name), OpClass::memory, {0, 0, 0}, {0, 0, weights * bytes}});
+  }
+  ops = std::move(out);
+}
+
+// Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels and the
+// separate gradient accumulation.
+void add_kernels_around_gemms(std::vector<LayerOp>& ops, const OpContext& c) {
+  if (c.fp8_quantization) add_fp8_quantization(ops);
+  if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
+}
+
 // `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
 void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
              const std::string& prefix, CommPoint tp_region) {
@@ -162,7 +186,7 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);
-  if (c.fp8_quantization) add_fp8_quantization(ops);
+  add_kernels_around_gemms(ops, c);
   return ops;
 }
 
@@ -174,6 +198,7 @@ std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
                            elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0, 2 * vocab)};  // softmax − one-hot
   ops[1].high_precision = true;
   if (c.tp > 1) ops[1].before = CommPoint::tp_enter;
+  if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
   return ops;
 }
 
@@ -181,7 +206,7 @@ std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
   const double h = static_cast<double>(m.hidden), tp = static_cast<double>(c.tp);
   const double sp = c.sequence_parallel ? tp : 1.0;
   std::vector<LayerOp> ops{elementwise("MTP norms", c.tokens / sp, 2 * h, 2 * h), gemm("MTP projection", c.tokens, 2 * h, h / tp, c.element_bytes)};
-  if (c.fp8_quantization) add_fp8_quantization(ops);
+  add_kernels_around_gemms(ops, c);
   for (LayerOp& op : head_ops(m, c)) {
     op.name = "MTP " + op.name;
     ops.push_back(std::move(op));

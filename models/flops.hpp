@@ -81,6 +81,9 @@ struct OpContext {
   // in bf16 and written in fp8 before the forward, its output gradient likewise before the input
   // gradient, and both are read, transposed and re-quantized for the weight gradient.
   bool fp8_quantization = false;
+  // Bytes per weight of a separate gradient-accumulation add after each weight-gradient GEMM (see
+  // TrainingSpec::fused_grad_accumulation); 0 when the GEMM accumulates in its epilogue.
+  double grad_accumulation_bytes = 0;
 };
 
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.

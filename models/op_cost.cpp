@@ -44,6 +44,8 @@ OpContext op_context(const Job& job) {
   c.causal_discount = true;  // flash kernels skip the masked half
   c.unfused_attention = job.training.attention_kernel == AttentionKernel::unfused;
   c.fp8_quantization = job.training.precision == Precision::fp8 && job.cluster.gpu.peak_dense.count(MathDtype::fp8);
+  // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
+  if (!job.training.fused_grad_accumulation) c.grad_accumulation_bytes = 2.0 + 2.0 * job.training.optimizer.grads;
   return c;
 }
 

@@ -30,6 +30,12 @@ struct TrainingSpec {
   bool fp8_gemm_inputs = false;
   bool fp8_swiglu_inputs = false;
   AttentionKernel attention_kernel = AttentionKernel::flash;
+  // Where each micro-batch's weight gradients are added to the accumulated ones: in the weight-gradient
+  // GEMM's epilogue (D = C + A·B: Megatron-LM's --gradient-accumulation-fusion, apex's
+  // fused_weight_gradient_mlp_cuda, in apex from 2022; DeepGEMM's weight-gradient kernels), or, false,
+  // by a separate elementwise add after it (PyTorch autograd's accumulation, Megatron-LM's 2021 DDP hook
+  // `main_grad.add_(grad)`), which reads the new gradient and reads and writes the accumulator.
+  bool fused_grad_accumulation = true;
   OptimizerBytes optimizer;
   double tokens = 0;               // training budget
   double price_per_gpu_hour = 0;   // USD

@@ -222,3 +222,41 @@ TEST_CASE("each GEMM's three passes have the shapes of its FLOPs") {
     CHECK(gemm_shape(op, 0).m == op.rows / groups);
   }
 }
+
+TEST_CASE("unfused gradient accumulation adds a kernel after each GEMM that reads the new gradient and reads and writes the accumulated one") {
+  ModelSpec m = test::model("deepseek-v3");
+  OpContext c = deepseek_micro_batch();
+  const std::vector<LayerOp> fused = layer_ops(m, 10, c);
+  c.grad_accumulation_bytes = 10;  // a 16-bit gradient into an fp32 accumulator
+  const std::vector<LayerOp> separate = layer_ops(m, 10, c);
+  std::size_t gemms = 0, adds = 0;
+  double weights = 0;
+  for (const LayerOp& op : fused) gemms += op.cls == OpClass::gemm;
+  for (std::size_t i = 0; i < separate.size(); ++i) {
+    if (separate[i].name.rfind("weight-gradient accumulation (", 0) != 0) continue;
+    ++adds;
+    REQUIRE(i > 0);
+    INFO(separate[i].name);
+    CHECK(separate[i - 1].cls == OpClass::gemm);  // right after the GEMM whose gradient it adds
+    CHECK(separate[i].cls == OpClass::memory);
+    CHECK(separate[i].bytes[0] == 0);
+    CHECK(separate[i].bytes[1] == 0);
+    weights += separate[i].bytes[2] / 10;
+  }
+  CHECK(adds == gemms);
+  CHECK(separate.size() == fused.size() + gemms);
+  // Once over every GEMM weight the rank holds: the layer less its norms and router bias, and 256/64
+  // routed experts.
+  const LayerParams lp = layer_params(m, 10);
+  const double mla_norms = static_cast<double>(m.attention.q_lora_rank + m.attention.kv_lora_rank);
+  const double router_bias = m.moe->router_bias ? static_cast<double>(m.moe->experts) : 0.0;
+  CHECK(weights == doctest::Approx(lp.dense() - lp.norms - mla_norms - router_bias + 4 * lp.expert).epsilon(1e-12));
+  CHECK(sum_flops(separate).total() == doctest::Approx(sum_flops(fused).total()));
+  // From the scenario: 2 bytes of new gradient + the accumulator read and written in its own dtype.
+  auto bytes = [](std::vector<std::string> set) {
+    return op_context(load_scenario(data_dir() / "scenarios" / "gpt3-175b-megatron.json", std::move(set))).grad_accumulation_bytes;
+  };
+  CHECK(bytes({}) == 6);  // Megatron-LM 2021: fp16 gradients added to an fp16 main_grad
+  CHECK(bytes({"training.optimizer.grads=fp32"}) == 10);
+  CHECK(bytes({"training.grad_accumulation=fused"}) == 0);
+}

@@ -18,6 +18,10 @@ struct Megatron {
   std::int64_t tp, pp, vp, gpus, batch, micro_batch;
   std::string recompute = "full";
   bool sequence_parallel = false;
+  // SC'21 (Megatron-LM of 2021) added each micro-batch's weight gradients to the accumulated ones by
+  // a separate kernel; Korthikanti et al. 2022 ran Megatron-LM 3.0, whose linear layers accumulate in
+  // the weight-gradient GEMM (gradient_accumulation_fusion, beside its sequence parallelism).
+  std::string grad_accumulation = "separate";
 };
 
 // The SC'21 scenario (Megatron-LM as it ran on Selene: unfused attention with dropout, blocking
@@ -29,7 +33,7 @@ Job megatron_job(const Megatron& m) {
                         fmt::format("parallel.vp={}", m.vp),
                         std::string("parallel.schedule=") + (m.vp > 1 ? "interleaved" : "1f1b"),
                         fmt::format("parallel.micro_batch={}", m.micro_batch), fmt::format("training.global_batch={}", m.batch),
-                        "parallel.recompute=" + m.recompute,
+                        "parallel.recompute=" + m.recompute, "training.grad_accumulation=" + m.grad_accumulation,
                         fmt::format("parallel.sequence_parallel={}", m.sequence_parallel ? "true" : "false")});
 }
 
@@ -55,7 +59,7 @@ TEST_CASE("Korthikanti et al. 2022 Table 4: one layer of the 22B model, forward 
                       {"selective recompute", "selective", false, 7.7, 13.2},
                       {"selective + sequence", "selective", true, 7.2, 13.1}};
   for (const Row& row : rows) {
-    Job job = megatron_job({"megatron-22b", 8, 1, 1, 8, 4, 4, row.recompute, row.sp});
+    Job job = megatron_job({"megatron-22b", 8, 1, 1, 8, 4, 4, row.recompute, row.sp, "fused"});
     LayerTimes t = layer_times(job, 0);
     INFO(row.what << ": forward " << t.forward * 1e3 << " ms, backward " << t.backward * 1e3 << " ms");
     CHECK(std::abs(t.forward * 1e3 / row.forward_ms - 1) < (row.sp ? 0.06 : 0.01));
@@ -79,6 +83,7 @@ TEST_CASE("Korthikanti et al. 2022 Table 5: iteration times from 22B to 1T param
                       {{"megatron-529.6b", 8, 35, 3, 2240, 2240, 1}, 0, 39.15}};
   for (const Row& row : rows) {
     Megatron full = row.layout, present = row.layout;
+    full.grad_accumulation = present.grad_accumulation = "fused";
     present.recompute = "selective";
     present.sequence_parallel = true;
     INFO(row.layout.model << " on " << row.layout.gpus << " GPUs");
@@ -94,9 +99,10 @@ TEST_CASE("Korthikanti et al. 2022 Table 5: iteration times from 22B to 1T param
 }
 
 TEST_CASE("Megatron SC'21 Table 1: every row's TFLOP/s per GPU") {
-  // Eq. 3 FLOPs per iteration over (step time × GPUs) against the published TFLOP/s per GPU. The issue
-  // asks for ±10%: nine rows hold it, the 76.1B row is at +10.2%. Every row errs on the optimistic side
-  // (+1.5% to +10.2%), so what remains is a term that adds time, not a constant off in either direction.
+  // Eq. 3 FLOPs per iteration over (step time × GPUs) against the published TFLOP/s per GPU, within the
+  // ±10% the issue asks for: −2.8% to +7.7% (the analytic estimate; README "Fidelity" has plumb run's).
+  // Without the separate gradient-accumulation kernel of 2021's Megatron-LM every row erred on the
+  // optimistic side, +1.5% to +10.2% (RMS 5.8%); it costs most where micro-batches are smallest.
   struct Row {
     Megatron layout;
     double published;
@@ -111,7 +117,7 @@ TEST_CASE("Megatron SC'21 Table 1: every row's TFLOP/s per GPU") {
                       {{"megatron-310.1b", 8, 16, 2, 1920, 2160, 1}, 155},
                       {{"megatron-529.6b", 8, 35, 3, 2520, 2520, 1}, 163},
                       {{"megatron-1008b", 8, 64, 1, 3072, 3072, 1}, 163}};
-  double lo = 1e9, hi = -1e9;
+  double sum = 0, squares = 0;
   for (const Row& row : rows) {
     Job job = megatron_job(row.layout);
     double t = step_seconds(job);
@@ -120,10 +126,12 @@ TEST_CASE("Megatron SC'21 Table 1: every row's TFLOP/s per GPU") {
     double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + 51200 / (16 * l * h));
     double err = eq3 / (t * static_cast<double>(row.layout.gpus)) / 1e12 / row.published - 1;
     INFO(row.layout.model << ": " << 100 * err << "%");
-    CHECK(err > 0);
-    CHECK(err < 0.11);
-    lo = std::min(lo, err);
-    hi = std::max(hi, err);
+    CHECK(std::abs(err) < 0.10);
+    sum += err;
+    squares += err * err;
   }
-  CHECK(hi - lo < 0.10);
+  const double n = static_cast<double>(std::size(rows));
+  INFO("mean " << 100 * sum / n << "%, RMS " << 100 * std::sqrt(squares / n) << "%");
+  CHECK(std::abs(sum / n) < 0.05);
+  CHECK(std::sqrt(squares / n) < 0.05);
 }
