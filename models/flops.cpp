@@ -198,7 +198,7 @@ std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
                            elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0, 2 * vocab)};  // softmax − one-hot
   ops[1].high_precision = true;
   if (c.tp > 1) ops[1].before = CommPoint::tp_enter;
-  if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
+  add_kernels_around_gemms(ops, c);  // the head stays in 16-bit: no fp8 quantization
   return ops;
 }
 
