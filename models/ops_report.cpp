@@ -66,6 +66,17 @@ Json ops_report_json(const Job& job) {
           {"stages", stages}};
 }
 
+namespace {
+
+// How the table prices GEMMs: the flat tables, or the shape model (and a weight-gradient kernel's own).
+std::string_view gemm_pricing(const GpuSpec& gpu, MathDtype dtype) {
+  if (gpu.gemm_model.empty()) return "its fp8 table for fp8 GEMMs";
+  if (!gpu.gemm_model_weight_gradient.count(dtype)) return "by shape: tiles, waves and K";
+  return "by shape: tiles, waves and K; dW by its weight-gradient kernel's";
+}
+
+}  // namespace
+
 std::string ops_report_table(const Job& job) {
   OpContext c = op_context(job);
   std::string out = fmt::format(
@@ -74,10 +85,7 @@ std::string ops_report_table(const Job& job) {
       "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth{}; F forward, dX input gradient,\n"
       "dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision),
-      job.cluster.gpu.gemm_model.empty()                  ? "its fp8 table for fp8 GEMMs"
-      : !job.cluster.gpu.gemm_model_weight_gradient.count(c.fp8_quantization ? MathDtype::fp8 : MathDtype::bf16)
-          ? "by shape: tiles, waves and K"
-                                                           : "by shape: tiles, waves and K; dW by its weight-gradient kernel's",
+      gemm_pricing(job.cluster.gpu, c.fp8_quantization ? MathDtype::fp8 : MathDtype::bf16),
       job.cluster.gpu.kernel_overhead > 0 ? fmt::format(", each kernel {:.1f} us more", job.cluster.gpu.kernel_overhead * 1e6) : "");
   std::vector<StageOps> stages = stage_ops(job);
   std::size_t width = 34;  // the op column fits the longest name

@@ -19,6 +19,7 @@ enum class OpKind : std::uint8_t {
   weight,            // W: the weight-gradient half of B
   forward_backward,  // F&B: a forward and a full backward of two micro-batches, overlapped
 };
+inline constexpr std::size_t kOpKinds = static_cast<std::size_t>(OpKind::forward_backward) + 1;
 
 std::string_view op_kind_symbol(OpKind k);  // "F", "B", "b", "W", "FB"
 

@@ -69,7 +69,7 @@ std::vector<std::pair<double, double>> merged_intervals(std::vector<std::pair<do
 // (waiting for a neighbour's activations or gradients: bubble); where an op's tail runs under the next
 // op it counts once.
 struct RankPhases {
-  static constexpr std::size_t kKinds = 5;  // per OpKind
+  static constexpr std::size_t kKinds = kOpKinds;
   std::array<double, kKinds> seconds{};
   std::array<std::int64_t, kKinds> count{};
   double before = 0;   // from the step's start to the first op: ZeRO's parameter gathers
