@@ -1,6 +1,7 @@
 // GPU test (ctest label "gpu"): the executor's kernels compute what they claim, against float64 CPU
 // references on fresh random inputs (RMSNorm forward and backward, SwiGLU forward and backward, the
-// row gather, batched bf16 and fp8 GEMMs), and a green context of a quarter of the SMs runs a large
+// row gather, batched bf16 and fp8 GEMMs, the flash attention forward and backward at each head width
+// it is built for, causal and not), and a green context of a quarter of the SMs runs a large
 // GEMM about four times slower than the whole GPU.
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda_check.hpp"
+#include "kernels/attention_bench.hpp"
 #include "kernels/device_info.hpp"
 #include "kernels/gemm_runner.hpp"
 #include "kernels/layer_kernels.hpp"
@@ -171,6 +173,63 @@ void check_gemm(bool fp8) {
   expect(e < 1e-2, std::string(fp8 ? "fp8" : "bf16") + " batched GEMM, relative error " + std::to_string(e));
 }
 
+// Attention against float64: O = softmax(Q·Kᵀ/√d_qk, mask)·V per head; dP = dO·Vᵀ, dS = P ∘ (dP − rowsum(dP ∘ P)),
+// dQ = dS·K/√d_qk, dK = dSᵀ·Q/√d_qk, dV = Pᵀ·dO.
+void check_attention(std::int64_t heads, std::int64_t seq, std::int64_t dqk, std::int64_t dv, bool causal) {
+  const AttentionCall call{heads, seq, dqk, dv, causal};
+  const std::size_t nq = call.elements(dqk), nv = call.elements(dv);
+  DeviceBf16 q(random_values(nq)), k(random_values(nq)), v(random_values(nv)), dout(random_values(nv));
+  DeviceBf16 o(nv), dq(nq), dk(nq), dv_(nv);
+  DeviceBuffer lse(call.row_bytes()), delta(call.row_bytes()), dq_sum(call.dq_accumulator_bytes());
+  const AttentionTensors t{q.p(), k.p(), v.p(), o.p(), static_cast<float*>(lse.p)};
+  flash_attention_forward(call, t, nullptr);
+  flash_attention_backward(call, t, {dout.p(), static_cast<float*>(delta.p), static_cast<float*>(dq_sum.p), dq.p(), dk.p(), dv_.p()}, nullptr);
+  check(cudaDeviceSynchronize(), "flash attention");
+  std::vector<double> want_o(nv), want_dq(nq, 0.0), want_dk(nq, 0.0), want_dv(nv, 0.0);
+  const double scale = 1 / std::sqrt(static_cast<double>(dqk));
+  std::vector<double> p(static_cast<std::size_t>(seq)), dp(static_cast<std::size_t>(seq));
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t i = 0; i < seq; ++i) {
+      const std::int64_t keys = causal ? i + 1 : seq;
+      const double* qi = &q.host[static_cast<std::size_t>((h * seq + i) * dqk)];
+      double most = -INFINITY, sum = 0;
+      for (std::int64_t j = 0; j < keys; ++j) {
+        double s = 0;
+        for (std::int64_t c = 0; c < dqk; ++c) s += qi[c] * k.host[static_cast<std::size_t>((h * seq + j) * dqk + c)];
+        p[static_cast<std::size_t>(j)] = s * scale;
+        most = std::max(most, s * scale);
+      }
+      for (std::int64_t j = 0; j < keys; ++j) sum += (p[static_cast<std::size_t>(j)] = std::exp(p[static_cast<std::size_t>(j)] - most));
+      double rowsum = 0;
+      for (std::int64_t j = 0; j < keys; ++j) {
+        double& pj = p[static_cast<std::size_t>(j)];
+        pj /= sum;
+        double d = 0;
+        for (std::int64_t c = 0; c < dv; ++c) {
+          const std::size_t vi = static_cast<std::size_t>((h * seq + j) * dv + c), oi = static_cast<std::size_t>((h * seq + i) * dv + c);
+          want_o[oi] += pj * v.host[vi];
+          d += dout.host[oi] * v.host[vi];
+          want_dv[vi] += pj * dout.host[oi];
+        }
+        dp[static_cast<std::size_t>(j)] = d;
+        rowsum += pj * d;
+      }
+      for (std::int64_t j = 0; j < keys; ++j) {
+        const double ds = p[static_cast<std::size_t>(j)] * (dp[static_cast<std::size_t>(j)] - rowsum) * scale;
+        for (std::int64_t c = 0; c < dqk; ++c) {
+          want_dq[static_cast<std::size_t>((h * seq + i) * dqk + c)] += ds * k.host[static_cast<std::size_t>((h * seq + j) * dqk + c)];
+          want_dk[static_cast<std::size_t>((h * seq + j) * dqk + c)] += ds * qi[c];
+        }
+      }
+    }
+  const std::string what = "flash attention (" + std::to_string(dqk) + ", " + std::to_string(dv) + ")" + (causal ? " causal" : "") + ", ";
+  const double eo = relative_error(download(o.p(), nv), want_o), eq = relative_error(download(dq.p(), nq), want_dq);
+  const double ek = relative_error(download(dk.p(), nq), want_dk), ev = relative_error(download(dv_.p(), nv), want_dv);
+  expect(eo < 2e-2, what + "forward, relative error " + std::to_string(eo));
+  expect(eq < 3e-2 && ek < 3e-2 && ev < 3e-2,
+         what + "backward, relative errors dQ " + std::to_string(eq) + ", dK " + std::to_string(ek) + ", dV " + std::to_string(ev));
+}
+
 double time_big_gemm(cudaStream_t stream, GemmRunner& runner, DeviceBuffer& a, DeviceBuffer& b, DeviceBuffer& c) {
   const GemmCall g{8192, 8192, 8192, 1, false};
   std::vector<double> s = time_runs(stream, 3, 10, [&](int) { runner.run(g, a.p, b.p, c.p, stream); });
@@ -208,6 +267,10 @@ int main() {
     check_gather();
     check_gemm(false);
     if (gpu0->compute_capability_major * 10 + gpu0->compute_capability_minor >= 89) check_gemm(true);
+    // Three heads of two 64-token tiles: the causal diagonal, a tile below it and one above it.
+    check_attention(3, 128, 64, 64, true);
+    check_attention(3, 128, 128, 128, false);
+    check_attention(3, 128, 192, 128, true);
     check_green_context(gpu0->sms);
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
