@@ -97,8 +97,8 @@ int run_calibrate(const Args& args) {
   if (!args.values("--nccl-tests").empty()) throw UsageError("nccl-tests logs calibrate a fabric profile, not the GPU " + args.value("--profile"));
   if (measured.empty()) throw UsageError("a GPU profile is calibrated from GEMM measurements: give MEASUREMENTS.json");
   c = calibrate_gpu(raw, *gpu, measured);
-  if (c.gemm.empty() && !c.memory && !c.kernel_overhead)
-    throw UsageError("the measurements hold fewer than two GEMMs of any one dtype, no memory runs and no launches: nothing to fit");
+  if (c.gemm.empty() && c.shares.empty() && !c.kernel_overhead)
+    throw UsageError("the measurements hold fewer than two GEMMs of any one dtype, no memory or attention runs and no launches: nothing to fit");
   write_file(args.value("-o"), c.profile.dump(2) + "\n");
   if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
   else std::cout << calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
@@ -114,8 +114,9 @@ const Command& calibrate_command() {
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
-       "measured, fp8), its HBM efficiency from the streaming-kernel runs and its kernel overhead from the\n"
-       "empty-kernel launches in them; a fabric profile\n"
+       "measured, fp8), its HBM efficiency from the streaming-kernel runs, its attention efficiencies (forward,\n"
+       "backward) from the flash attention runs and its kernel overhead from the empty-kernel launches in them;\n"
+       "a fabric profile\n"
        "(--profile dgx-h100-ndr) its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
        "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
        "plumb's prediction with the calibrated profile against every measured size.",

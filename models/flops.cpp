@@ -139,13 +139,11 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   // Scores and the weighted sum: 2·T·seq·heads·(d_qk + d_v) forward; the input gradient does twice
   // that (Qi et al. Table 1: 4s vs 8s per sbh), the scores have no weights.
   ops[first_projection].before = tp_region;
-  double score = 2 * T * c.seq * heads * static_cast<double>(a.qk_head_dim() + a.out_head_dim());
-  if (c.causal_discount && !c.unfused_attention) score *= 0.5;
+  const FlashAttentionFlops f = flash_attention_flops(T * heads, c.seq, static_cast<double>(a.qk_head_dim()),
+                                                      static_cast<double>(a.out_head_dim()), c.causal_discount && !c.unfused_attention);
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
-  ops.push_back({"core attention", OpClass::attention, {score, 2 * score, 0}, {io, 2 * io, 0}});
-  if (!c.unfused_attention)  // the flash backward's QKᵀ again: the d_qk share of the forward's work
-    ops.back().backward_recompute_flops =
-        score * static_cast<double>(a.qk_head_dim()) / static_cast<double>(a.qk_head_dim() + a.out_head_dim());
+  ops.push_back({"core attention", OpClass::attention, {f.forward, f.backward, 0}, {io, 2 * io, 0}});
+  if (!c.unfused_attention) ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
   // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
   // and read the dropout output back (one element each). Backward: the GEMMs write the output
@@ -183,6 +181,14 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
 }
 
 }  // namespace
+
+FlashAttentionFlops flash_attention_flops(double query_rows, double keys, double d_qk, double d_v, bool causal) {
+  FlashAttentionFlops f;
+  f.forward = 2 * query_rows * keys * (d_qk + d_v) * (causal ? 0.5 : 1.0);
+  f.backward = 2 * f.forward;
+  f.backward_recompute = f.forward * d_qk / (d_qk + d_v);
+  return f;
+}
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);

@@ -90,6 +90,15 @@ struct OpContext {
 inline constexpr std::string_view kExpertPrefix = "experts: ";
 inline bool expert_op(const LayerOp& op) { return op.name.rfind(kExpertPrefix, 0) == 0; }
 
+// A fused (flash) attention kernel's work on `query_rows` query rows (tokens × heads), each against
+// `keys` keys: the forward's 2·rows·keys·(d_qk + d_v), halved when causal (the masked half skipped);
+// the input-gradient pass twice that, and it recomputes QKᵀ (the d_qk share of the forward) besides.
+struct FlashAttentionFlops {
+  double forward = 0, backward = 0, backward_recompute = 0;
+  double backward_executed() const { return backward + backward_recompute; }
+};
+FlashAttentionFlops flash_attention_flops(double query_rows, double keys, double d_qk, double d_v, bool causal);
+
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);
 std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c);
 // One multi-token-prediction module beyond its transformer layer (DeepSeek-V3 §2.2): the two input

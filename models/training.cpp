@@ -24,6 +24,13 @@ std::string_view precision_name(Precision p) {
 
 double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
 
+const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words() {
+  static const std::vector<std::pair<std::string, AttentionKernel>> words{{"flash", AttentionKernel::flash}, {"unfused", AttentionKernel::unfused}};
+  return words;
+}
+
+std::string_view attention_kernel_name(AttentionKernel k) { return k == AttentionKernel::flash ? "flash" : "unfused"; }
+
 TrainingSpec read_training(ObjectReader& r) {
   TrainingSpec t;
   t.seq_len = r.integer("seq_len", Need::required, 1, 100'000'000).value_or(1);
@@ -31,9 +38,7 @@ TrainingSpec read_training(ObjectReader& r) {
   t.precision = r.choice<Precision>("precision", Need::optional,
                                     {{"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp8", Precision::fp8}})
                     .value_or(Precision::bf16);
-  t.attention_kernel = r.choice<AttentionKernel>("attention_kernel", Need::optional,
-                                                 {{"flash", AttentionKernel::flash}, {"unfused", AttentionKernel::unfused}})
-                           .value_or(AttentionKernel::flash);
+  t.attention_kernel = r.choice<AttentionKernel>("attention_kernel", Need::optional, attention_kernel_words()).value_or(AttentionKernel::flash);
   t.fused_grad_accumulation =
       r.choice<bool>("grad_accumulation", Need::optional, {{"fused", true}, {"separate", false}}).value_or(true);
   t.fp8_gemm_inputs = t.precision == Precision::fp8;

@@ -1,7 +1,10 @@
 #pragma once
 // What is trained and how: sequence, batch, precision, optimizer state types, token budget, price.
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "models/json_reader.hpp"
 
@@ -11,6 +14,9 @@ enum class Precision { bf16, fp16, fp8 };
 // flash: fused kernel keeping only its output and log-sum-exp (Dao et al.); unfused: softmax
 // probabilities materialised, as in Megatron-LM at SC'21 (Korthikanti et al. §4.1).
 enum class AttentionKernel { flash, unfused };
+// The words scenario files (training.attention_kernel) and measured runs use for them.
+const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words();
+std::string_view attention_kernel_name(AttentionKernel k);
 
 // Bytes per parameter of each optimizer-side tensor. The default is the ZeRO paper's mixed-precision
 // Adam (Rajbhandari et al. §3.1): 16-bit gradients, fp32 master weights and two fp32 moments (K = 12).

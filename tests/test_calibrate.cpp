@@ -9,6 +9,8 @@
 #include "catalogue_fixtures.hpp"
 #include "models/catalogue.hpp"
 #include "models/collective.hpp"
+#include "models/flops.hpp"
+#include "models/op_cost.hpp"
 #include "validate/bench_plan.hpp"
 #include "validate/calibrate.hpp"
 #include "validate/nccl_tests_log.hpp"
@@ -231,16 +233,18 @@ TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM effici
   CHECK(relative(c.gemm[0].curve.e_max, 0.78) < 1e-6);
   CHECK(relative(c.gemm[1].curve.e_max, 0.60) < 1e-6);
   CHECK(relative(c.gemm[1].curve.f_half, 4e10) < 1e-5);
-  REQUIRE(c.memory);
-  CHECK(c.memory->efficiency == doctest::Approx(3.00 / 3.35));  // the median run
-  CHECK(c.memory->lowest == doctest::Approx(2.95 / 3.35));
+  REQUIRE(c.shares.size() == 1);
+  const ShareFit& memory = c.shares.front();
+  CHECK(memory.field == "hbm_efficiency");
+  CHECK(memory.efficiency == doctest::Approx(3.00 / 3.35));  // the median run
+  CHECK(memory.lowest == doctest::Approx(2.95 / 3.35));
   CHECK(calibrated.hbm_efficiency == doctest::Approx(0.896).epsilon(1e-3));
   // Each table answers for its own dtype against its own peak.
   CHECK(calibrated.gemm_efficiency_at(1e13, MathDtype::fp8) == doctest::Approx(0.60 * 1e13 / (1e13 + 4e10)).epsilon(0.01));
   CHECK(calibrated.gemm_efficiency_at(1e13, MathDtype::bf16) == doctest::Approx(0.78 * 1e13 / (1e13 + 2e10)).epsilon(0.01));
   CHECK(calibrated.sources.at("gemm_efficiency_fp8").find("fp8 GEMMs") != std::string::npos);
   CHECK(calibrated.sources.at("hbm_efficiency").find("median of 3") != std::string::npos);
-  CHECK(calibration_report(c).find("HBM efficiency: 0.896") != std::string::npos);
+  CHECK(calibration_report(c).find("hbm_efficiency: 0.896 of the datasheet HBM bandwidth") != std::string::npos);
 }
 
 TEST_CASE("the launch overhead bench measures becomes the profile's kernel_overhead, and the GEMM fit is of the work") {
@@ -289,6 +293,65 @@ TEST_CASE("plumb-validate bench times exactly the GEMMs plumb costs, and its fil
   CHECK(m.gemm.size() == 2);
   CHECK(m.device == "NVIDIA H100 80GB HBM3");
   CHECK(m.gemm[1].seconds == 2e-5);
+}
+
+TEST_CASE("plumb-validate bench times flash attention at the scenario's heads and a sweep, and calibrate fits the attention efficiencies") {
+  // GPT-3 175B at TP8: 96/8 heads of width 128 over 2048 tokens; DeepSeek-V3's MLA (192, 128).
+  Job gpt3 = load_scenario(data_dir() / "scenarios/gpt3-175b-megatron.json");
+  std::vector<BenchAttention> calls = bench_attention(&gpt3, true);
+  REQUIRE(calls.size() == 6);  // the scenario's, and 1K…16K tokens
+  CHECK(calls[0].what == "the scenario's");
+  CHECK(calls[0].call.batch_heads == 12 * gpt3.layout.micro_batch);
+  CHECK(calls[0].call.seq == 2048);
+  for (const BenchAttention& b : calls) {
+    CHECK(b.call.supported());
+    CHECK(b.call.causal);
+    CHECK(b.call.d_qk == 128);
+  }
+  CHECK(calls[5].call.seq == 16384);
+  CHECK(calls[5].call.batch_heads * calls[5].call.seq == std::int64_t{1} << 18);
+  Job deepseek = load_scenario(data_dir() / "scenarios/deepseek-v3-2048xh800.json");
+  CHECK(bench_attention(&deepseek, false).front().call.d_qk == 192);
+  CHECK(bench_attention(&deepseek, false).size() == 1);
+  // Times made from known shares of the H100's bf16 peak (0.40 forward, 0.30 backward, each pass's
+  // FLOPs as plumb counts them) plus a 4 µs launch: calibrate recovers the shares, and plumb's op
+  // time with the calibrated profile is the measured time.
+  const double peak = 989.4e12, launch = 4e-6;
+  std::vector<AttentionMeasurement> runs;
+  for (const BenchAttention& b : calls) {
+    const kernels::AttentionCall& c = b.call;
+    AttentionMeasurement a{static_cast<double>(c.batch_heads), static_cast<double>(c.seq), static_cast<double>(c.d_qk),
+                           static_cast<double>(c.d_v), true, 0, 0, b.what};
+    const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, true);
+    a.forward_seconds = f.forward / (0.40 * peak) + launch;
+    a.backward_seconds = f.backward_executed() / (0.30 * peak) + launch;
+    runs.push_back(a);
+  }
+  runs[2].forward_seconds *= 1.1;  // one slower run moves the range, not the median
+  Measurements m = read_measurements(
+      measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", {}, {}, LaunchMeasurement{2000, launch}, runs), "attention.json");
+  REQUIRE(m.attention.size() == 6);
+  CHECK(m.attention[0].what == "the scenario's");
+  auto [c, calibrated] = calibrate_h100(m);
+  REQUIRE(calibrated.attention_efficiency);
+  REQUIRE(calibrated.attention_backward_efficiency);
+  CHECK(*calibrated.attention_efficiency == doctest::Approx(0.40));
+  CHECK(*calibrated.attention_backward_efficiency == doctest::Approx(0.30));
+  CHECK(calibrated.sources.at("attention_efficiency").find("median of 6 flash attention forward runs") != std::string::npos);
+  CHECK(calibration_report(c).find("attention_backward_efficiency: 0.300 of the bf16 dense peak") != std::string::npos);
+  // plumb's core-attention op for GPT-3's micro-batch, priced by the calibrated profile: the measured times.
+  Job job = gpt3;
+  job.cluster.gpu = calibrated;
+  job.training.attention_kernel = AttentionKernel::flash;  // the SC'21 scenario's Megatron-LM ran it unfused
+  for (const LayerOp& op : layer_ops(job.model, 0, op_context(job)))
+    if (op.cls == OpClass::attention) {
+      CHECK(op_time(op, 0, job).seconds == doctest::Approx(runs[0].forward_seconds).epsilon(1e-6));
+      CHECK(op_time(op, 1, job).seconds == doctest::Approx(runs[0].backward_seconds).epsilon(1e-6));
+    }
+  // A row without its timings is refused with its path.
+  Json bad = measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", {}, {}, std::nullopt, runs);
+  bad["attention"][3].erase("backward_seconds");
+  CHECK_THROWS_WITH_AS(read_measurements(bad, "bad.json"), doctest::Contains("/attention/3: missing key \"backward_seconds\""), InputError);
 }
 
 TEST_CASE("GEMMs of several K calibrate the shape model: a known model is recovered, and the calibrated profile uses it") {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
+#include <tuple>
 
 #include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
@@ -27,10 +28,11 @@ Job scenario(const std::string& name, std::vector<std::string> overrides = {}) {
   return load_scenario(data_dir() / "scenarios" / name, overrides);
 }
 
-double gemm_flops(const std::vector<KernelStep>& ks, int pass = -1) {
+// The FLOPs of the GEMM and attention kernels (flash, or unfused as batched GEMMs).
+double compute_flops(const std::vector<KernelStep>& ks, int pass = -1) {
   double f = 0;
   for (const KernelStep& k : ks)
-    if (k.kind == KernelKind::gemm && (pass < 0 || k.pass == pass)) f += k.flops();
+    if ((k.kind == KernelKind::gemm || k.kind == KernelKind::attention) && (pass < 0 || k.pass == pass)) f += k.flops();
   return f;
 }
 
@@ -87,13 +89,17 @@ TEST_CASE("DeepSeek-V3 shrinks to four virtual stages of one EP rank's MoE layer
   CHECK(permutes == 1);
 }
 
-TEST_CASE("the executor's GEMMs do the FLOPs plumb costs, pass by pass, recomputation included") {
+TEST_CASE("the executor's GEMMs and attention do the FLOPs plumb costs, pass by pass, recomputation included") {
+  for (AttentionKernel attention : {AttentionKernel::flash, AttentionKernel::unfused})
   for (const char* file : {"deepseek-v3-2048xh800.json", "gpt3-175b-megatron.json", "llama3-405b-16k-h100.json"}) {
-    VirtualRun run = plan_virtual_run(scenario(file), {});
+    VirtualRunOptions o;
+    o.attention = attention;
+    VirtualRun run = plan_virtual_run(scenario(file), o);
     const Job& j = run.job;
+    CHECK(j.training.attention_kernel == attention);
     OpContext c = op_context(j);
     for (const StagePlan& s : stage_plans(j)) {
-      INFO(std::string(file) << " stage " << s.index);
+      INFO(std::string(file) << " stage " << s.index << " " << attention_kernel_name(attention));
       PassFlops want;
       double recompute = 0;
       auto add = [&](const std::vector<LayerOp>& ops, bool transformer) {
@@ -108,13 +114,49 @@ TEST_CASE("the executor's GEMMs do the FLOPs plumb costs, pass by pass, recomput
       for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add(layer_ops(j.model, l, c), true);
       if (s.head) add(head_ops(j.model, c), false);
       const auto i = static_cast<std::size_t>(s.index);
-      CHECK(gemm_flops(run.forward[i]) == doctest::Approx(want.forward).epsilon(1e-9));
-      CHECK(gemm_flops(run.input_grad[i], 1) == doctest::Approx(want.input_grad).epsilon(1e-9));
-      CHECK(gemm_flops(run.weight_grad[i]) == doctest::Approx(want.weight_grad).epsilon(1e-9));
-      CHECK(gemm_flops(run.backward[i], 0) == doctest::Approx(recompute).epsilon(1e-9));
-      CHECK(gemm_flops(run.backward[i]) == doctest::Approx(recompute + want.input_grad + want.weight_grad).epsilon(1e-9));
+      CHECK(compute_flops(run.forward[i]) == doctest::Approx(want.forward).epsilon(1e-9));
+      CHECK(compute_flops(run.input_grad[i], 1) == doctest::Approx(want.input_grad).epsilon(1e-9));
+      CHECK(compute_flops(run.weight_grad[i]) == doctest::Approx(want.weight_grad).epsilon(1e-9));
+      CHECK(compute_flops(run.backward[i], 0) == doctest::Approx(recompute).epsilon(1e-9));
+      CHECK(compute_flops(run.backward[i]) == doctest::Approx(recompute + want.input_grad + want.weight_grad).epsilon(1e-9));
     }
   }
+}
+
+TEST_CASE("flash attention runs as one kernel per pass over one GPU's heads of a micro-batch, causal") {
+  // DeepSeek-V3 (TP1): 128 MLA heads of widths (192, 128) over 4096 tokens; GPT-3 (TP8): 96/8 heads of 128.
+  for (auto [file, heads, seq, dqk, dv] : {std::tuple{"deepseek-v3-2048xh800.json", 128, 4096, 192, 128},
+                                          std::tuple{"gpt3-175b-megatron.json", 12, 2048, 128, 128}}) {
+    VirtualRun run = plan_virtual_run(scenario(file), {});
+    INFO(std::string(file));
+    int forward = 0, backward = 0;  // in the forward, and the backward's own (not recomputation's)
+    for (const auto* list : {&run.forward[0], &run.backward[0]})
+      for (const KernelStep& k : *list) {
+        if (list == &run.backward[0] && k.pass == 0) continue;
+        if (run.op_defs[static_cast<std::size_t>(k.op)].cls != OpClass::attention) continue;
+        CHECK(k.kind == KernelKind::attention);
+        CHECK(k.attention.batch_heads == heads * run.job.layout.micro_batch);
+        CHECK(k.attention.seq == seq);
+        CHECK(k.attention.d_qk == dqk);
+        CHECK(k.attention.d_v == dv);
+        CHECK(k.attention.causal);
+        CHECK(k.attention.supported());
+        ++(k.pass == 0 ? forward : backward);
+      }
+    CHECK(forward == run.job.model.layers / run.job.layout.stages());  // one per layer of the stage
+    CHECK(backward == forward);
+  }
+  // Head widths the kernel is not built for, or a sequence of part of a tile: the run says to go unfused.
+  CHECK_THROWS_WITH_AS(plan_virtual_run(scenario("gpt3-175b-megatron.json", {"training.seq_len=2000"}), {}),
+                       doctest::Contains("--attention: the flash kernel takes head widths"), InputError);
+  VirtualRunOptions unfused;
+  unfused.attention = AttentionKernel::unfused;
+  CHECK_NOTHROW(plan_virtual_run(scenario("gpt3-175b-megatron.json", {"training.seq_len=2000"}), unfused));
+  // The measured file records the kernel, and reads it back.
+  Diagnostics d;
+  SourceFile src{"run.json", {}, &d, {}};
+  CHECK(read_virtual_options(virtual_options_json(unfused), "/virtual", src).attention == AttentionKernel::unfused);
+  CHECK(read_virtual_options(virtual_options_json({}), "/virtual", src).attention == AttentionKernel::flash);
 }
 
 TEST_CASE("every schedule's ops are enqueued after the ops on other ranks they wait for") {
@@ -209,7 +251,7 @@ TEST_CASE("plumb compare reads a measured run back and sets plumb's prediction o
   CHECK(slow.error() == doctest::Approx(-0.2));
   for (const OpComparison& o : slow.ops) CHECK(o.predicted / o.measured == doctest::Approx(0.8));
   CHECK(comparison_text(slow).find("error -20.0%") != std::string::npos);
-  // By the term that prices them: GEMMs, attention (batched GEMMs, unfused) and memory-bound ops.
+  // By the term that prices them: GEMMs, attention (the flash kernel) and memory-bound ops.
   REQUIRE(slow.kinds.size() == 3);
   for (const KindComparison& k : slow.kinds) CHECK(k.predicted / k.measured == doctest::Approx(0.8));
   CHECK(slow.kinds.front().kind == "GEMM");
@@ -293,6 +335,12 @@ TEST_CASE("every kernel, send and optimizer pass of a rank fits the buffers plan
               CHECK(k->gemm().c_bytes() <= z.c);
               break;
             case KernelKind::stream: CHECK(chunk(k->bytes) <= z.x); break;
+            case KernelKind::attention:
+              CHECK(k->attention.batch_heads <= z.attention.batch_heads);
+              CHECK(k->attention.seq <= z.attention.seq);
+              CHECK(k->attention.d_qk <= z.attention.d_qk);
+              CHECK(k->attention.d_v <= z.attention.d_v);
+              break;
             default:
               CHECK(static_cast<std::size_t>(k->rows * k->cols * 2 * (k->kind == KernelKind::swiglu ? 2 : 1)) <= z.x);
               CHECK(static_cast<std::size_t>(k->cols) <= z.cols);

@@ -47,14 +47,37 @@ std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep) {
   return out;
 }
 
+std::vector<BenchAttention> bench_attention(const Job* job, bool sweep) {
+  std::vector<BenchAttention> out;
+  std::int64_t d_qk = 128, d_v = 128;
+  if (job) {
+    const AttentionSpec& a = job->model.attention;
+    d_qk = a.qk_head_dim();
+    d_v = a.out_head_dim();
+    const kernels::AttentionCall call{job->layout.micro_batch * std::max<std::int64_t>(1, a.heads / job->layout.tp), job->training.seq_len, d_qk, d_v, true};
+    if (call.supported()) out.push_back({call, "the scenario's"});
+  }
+  if (sweep && kernels::AttentionCall::supported_widths(d_qk, d_v))
+    for (std::int64_t seq = 1024; seq <= 16384; seq *= 2) {
+      const kernels::AttentionCall call{(std::int64_t{1} << 18) / seq, seq, d_qk, d_v, true};
+      if (out.empty() || call.seq != out.front().call.seq || call.batch_heads != out.front().call.batch_heads) out.push_back({call, "sweep"});
+    }
+  return out;
+}
+
 Json measurements_json(const std::string& device, const std::string& driver, int clock_mhz, const std::string& date,
                        const std::vector<std::pair<BenchGemm, double>>& timed, const std::vector<MemoryMeasurement>& memory,
-                       const std::optional<LaunchMeasurement>& launch) {
+                       const std::optional<LaunchMeasurement>& launch, const std::vector<AttentionMeasurement>& attention) {
   Json rows = Json::array();
   for (const auto& [g, seconds] : timed)
     rows.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"seconds", seconds}, {"what", g.what}});
   Json streams = Json::array();
   for (const MemoryMeasurement& mm : memory) streams.push_back({{"kernel", mm.kernel}, {"bytes", mm.bytes}, {"seconds", mm.seconds}});
+  Json flash = Json::array();
+  for (const AttentionMeasurement& a : attention)
+    flash.push_back({{"batch_heads", std::llround(a.batch_heads)}, {"seq", std::llround(a.seq)}, {"d_qk", std::llround(a.d_qk)},
+                     {"d_v", std::llround(a.d_v)}, {"causal", a.causal}, {"forward_seconds", a.forward_seconds},
+                     {"backward_seconds", a.backward_seconds}, {"what", a.what}});
   Json doc = {{"plumb_measurements", 1},
           {"device", device},
           {"driver", driver},
@@ -62,9 +85,11 @@ Json measurements_json(const std::string& device, const std::string& driver, int
           {"date", date},
           {"note", "plumb-validate bench: cuBLASLt TN GEMMs (bf16; fp8 e4m3 with per-tensor scales and bf16 output), fp32 "
                    "accumulation, median of repetitions after warm-up, rotating buffers twice L2, inputs never zero; memory: a "
-                   "vectorised copy over buffers larger than L2, bytes read plus written"},
+                   "vectorised copy over buffers larger than L2, bytes read plus written; attention: plumb's flash kernel "
+                   "(kernels/flash_attention), bf16, each pass's median"},
           {"gemm", rows},
           {"memory", streams}};
+  if (!flash.empty()) doc["attention"] = flash;
   if (launch) doc["launch"] = {{"kernels", launch->kernels}, {"seconds_per_kernel", launch->seconds_per_kernel}};
   return doc;
 }

@@ -8,6 +8,7 @@
 
 #include "models/collective.hpp"
 #include "models/diagnostics.hpp"
+#include "models/flops.hpp"
 
 namespace plumb {
 
@@ -52,6 +53,23 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
           m.memory.push_back(mm);
         }
     }
+    if (const Json* rows = r.child("attention", Need::optional)) {
+      if (!rows->is_array()) r.error("attention", "expected a list of {\"batch_heads\", \"seq\", \"d_qk\", \"d_v\", \"causal\", \"forward_seconds\", \"backward_seconds\"}");
+      else
+        for (std::size_t i = 0; i < rows->size(); ++i) {
+          ObjectReader row((*rows)[i], json_pointer_append("/attention", std::to_string(i)), src);
+          AttentionMeasurement a;
+          a.batch_heads = static_cast<double>(row.integer("batch_heads", Need::required, 1, 1'000'000'000).value_or(1));
+          a.seq = static_cast<double>(row.integer("seq", Need::required, 1, 1'000'000'000).value_or(1));
+          a.d_qk = static_cast<double>(row.integer("d_qk", Need::required, 1, 100'000).value_or(1));
+          a.d_v = static_cast<double>(row.integer("d_v", Need::required, 1, 100'000).value_or(1));
+          a.causal = row.boolean("causal", Need::required).value_or(true);
+          a.forward_seconds = row.number("forward_seconds", Need::required, 1e-12, 1e6).value_or(1);
+          a.backward_seconds = row.number("backward_seconds", Need::required, 1e-12, 1e6).value_or(1);
+          a.what = row.string("what", Need::optional).value_or("");
+          m.attention.push_back(a);
+        }
+    }
     if (const Json* launch = r.child("launch", Need::optional)) {
       ObjectReader l(*launch, "/launch", src);
       l.integer("kernels", Need::required, 1, 1'000'000'000);
@@ -86,6 +104,18 @@ std::optional<GemmShapeFit> fit_shape(const std::vector<GemmShapePoint>& points,
   for (const GemmShapePoint& p : points) ks.insert(tile.tiling(p.m, p.n, p.k, p.groups, gpu.sms).k_steps);
   if (ks.size() < 2) return std::nullopt;
   return fit_gemm_shape(points, tile.tile_m, tile.tile_n, gpu.sms);
+}
+
+// Sets `field` to the median of `shares` (at most 1), its source naming the files and `what` was
+// measured; the report and --json list it.
+void set_share(Calibration& c, const std::string& field, std::vector<double> shares, const std::string& files, std::string_view what) {
+  if (shares.empty()) return;
+  std::sort(shares.begin(), shares.end());
+  ShareFit f{field, std::min(1.0, shares[shares.size() / 2]), shares.front(), shares.back(), shares.size()};
+  c.profile[field] = std::round(f.efficiency * 1000) / 1000;
+  c.profile["sources"][field] = fmt::format("measured by plumb calibrate from {}: median of {} {}, {:.1f}% (range {:.1f}–{:.1f}%)", files,
+                                            f.points, what, 100 * f.efficiency, 100 * f.lowest, 100 * f.highest);
+  c.shares.push_back(f);
 }
 
 }  // namespace
@@ -164,21 +194,24 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
     c.profile["sources"]["gemm_model"] = all_refitted || before.empty() ? shape_sources : shape_sources + "; earlier: " + before;
   }
   // Streaming kernels: the median share of the datasheet bandwidth becomes hbm_efficiency.
-  std::vector<double> shares;
+  std::vector<double> streams, forward, backward;
   for (const Measurements& m : measured)
-    for (const MemoryMeasurement& mm : m.memory) shares.push_back(mm.bytes / mm.seconds / gpu.hbm_bandwidth);
-  if (!shares.empty()) {
-    std::sort(shares.begin(), shares.end());
-    MemoryFit f;
-    f.points = shares.size();
-    f.lowest = shares.front();
-    f.highest = shares.back();
-    f.efficiency = std::min(1.0, shares[shares.size() / 2]);
-    c.profile["hbm_efficiency"] = std::round(f.efficiency * 1000) / 1000;
-    c.profile["sources"]["hbm_efficiency"] = fmt::format(
-        "measured by plumb calibrate from {}: median of {} streaming-kernel runs, {:.1f}% of the datasheet bandwidth (range {:.1f}–{:.1f}%)",
-        files, f.points, 100 * f.efficiency, 100 * f.lowest, 100 * f.highest);
-    c.memory = f;
+    for (const MemoryMeasurement& mm : m.memory) streams.push_back(mm.bytes / mm.seconds / gpu.hbm_bandwidth);
+  set_share(c, "hbm_efficiency", streams, files, "streaming-kernel runs' shares of the datasheet bandwidth");
+  // Flash attention: each pass's FLOPs as plumb counts them (the backward's recomputed scores
+  // included) over its time less the kernel overhead plumb adds to every op, against the bf16 peak.
+  if (gpu.peak_dense.count(MathDtype::bf16)) {
+    const double peak = gpu.peak_dense.at(MathDtype::bf16);
+    auto share = [&](double flops, double seconds) { return flops / std::max(seconds - overhead, 0.05 * seconds) / peak; };
+    for (const Measurements& m : measured)
+      for (const AttentionMeasurement& a : m.attention) {
+        const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
+        forward.push_back(share(f.forward, a.forward_seconds));
+        backward.push_back(share(f.backward_executed(), a.backward_seconds));
+      }
+    set_share(c, "attention_efficiency", forward, files, "flash attention forward runs' shares of the bf16 dense peak");
+    set_share(c, "attention_backward_efficiency", backward, files,
+              "flash attention backward runs' shares of the bf16 dense peak (the recomputed scores counted)");
   }
   return c;
 }
@@ -348,9 +381,9 @@ std::string calibration_report(const Calibration& c) {
                          math_dtype_name(g.dtype), g.shape->model.ceiling, g.shape->model.k_overhead, g.shape->model.tile_m,
                          g.shape->model.tile_n, 100 * g.shape->rms_relative_error);
   }
-  if (c.memory)
-    out += fmt::format("HBM efficiency: {:.3f} of the datasheet bandwidth (median of {} streaming runs, {:.3f}–{:.3f})\n",
-                       c.memory->efficiency, c.memory->points, c.memory->lowest, c.memory->highest);
+  for (const ShareFit& f : c.shares)
+    out += fmt::format("{}: {:.3f} of the {} (median of {} runs, {:.3f}–{:.3f})\n", f.field, f.efficiency,
+                       f.field == "hbm_efficiency" ? "datasheet HBM bandwidth" : "bf16 dense peak", f.points, f.lowest, f.highest);
   for (const CollectiveFit& f : c.collectives) {
     const NcclTestsLog& log = *f.log;
     out += fmt::format("\n{}: {} on {} ranks, {} node(s){} — collective from {}\n", log.file, collective_op_name(log.op), log.ranks, log.nodes,
@@ -389,9 +422,8 @@ Json calibration_json(const Calibration& c) {
                       {"points", g.points}, {"rms_relative_error", g.shape->rms_relative_error}});
   }
   if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
-  if (c.memory)
-    fits.push_back({{"term", "hbm_efficiency"}, {"value", c.memory->efficiency}, {"lowest", c.memory->lowest},
-                    {"highest", c.memory->highest}, {"points", c.memory->points}});
+  for (const ShareFit& f : c.shares)
+    fits.push_back({{"term", f.field}, {"value", f.efficiency}, {"lowest", f.lowest}, {"highest", f.highest}, {"points", f.points}});
   for (const CollectiveFit& f : c.collectives)
     fits.push_back({{"term", f.field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))}, {"ranks", f.log->ranks},
                     {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},

@@ -16,8 +16,10 @@ namespace plumb {
 
 // plumb's own measurement file (plumb-validate bench writes it; small JSON with device and date):
 // {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds"}],
-//  "memory": [{"kernel", "bytes", "seconds"}], "launch": {"kernels", "seconds_per_kernel"}} — `bytes`
-// read and written by a streaming kernel; `launch` back-to-back empty kernels, each's share of the time.
+//  "memory": [{"kernel", "bytes", "seconds"}], "attention": [{"batch_heads", "seq", "d_qk", "d_v",
+//  "causal", "forward_seconds", "backward_seconds"}], "launch": {"kernels", "seconds_per_kernel"}} —
+// `bytes` read and written by a streaming kernel; `attention` the flash kernel's passes;
+// `launch` back-to-back empty kernels, each's share of the time.
 struct GemmMeasurement {
   double m = 0, n = 0, k = 0;
   MathDtype dtype = MathDtype::bf16;
@@ -28,10 +30,17 @@ struct MemoryMeasurement {
   std::string kernel;
   double bytes = 0, seconds = 0;
 };
+struct AttentionMeasurement {
+  double batch_heads = 0, seq = 0, d_qk = 0, d_v = 0;
+  bool causal = true;
+  double forward_seconds = 0, backward_seconds = 0;
+  std::string what;  // "the scenario's" or "sweep"
+};
 struct Measurements {
   std::string file, device, date;
   std::vector<GemmMeasurement> gemm;
   std::vector<MemoryMeasurement> memory;
+  std::vector<AttentionMeasurement> attention;
   std::optional<double> kernel_overhead;  // seconds per kernel (launch)
 };
 Measurements read_measurements(const Json& doc, const std::string& file);  // throws InputError
@@ -59,9 +68,12 @@ struct GemmFit {
   std::optional<GemmShapeFit> shape;  // gemm_model.<dtype>, when the GEMMs span several K
 };
 
-// The share of the datasheet HBM bandwidth streaming kernels reached: the median over the
-// measurements, with the spread.
-struct MemoryFit {
+// A figure set to the median of measured shares, with their spread: streaming kernels' share of the
+// datasheet HBM bandwidth (hbm_efficiency), the flash attention passes' share of the bf16 dense peak
+// (attention_efficiency, attention_backward_efficiency; plumb's FLOPs for the pass over its time less
+// the kernel overhead).
+struct ShareFit {
+  std::string field;
   double efficiency = 0, lowest = 0, highest = 0;
   std::size_t points = 0;
 };
@@ -70,7 +82,7 @@ struct Calibration {
   Json profile;  // the calibrated profile, ready to write
   std::vector<CollectiveFit> collectives;
   std::vector<GemmFit> gemm;  // one per dtype measured (bf16, fp8)
-  std::optional<MemoryFit> memory;
+  std::vector<ShareFit> shares;  // hbm_efficiency, attention_efficiency, attention_backward_efficiency: those measured
   std::optional<double> kernel_overhead;  // the median measured, set in the profile
 };
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "kernels/attention_bench.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_fill.hpp"
 #include "kernels/gemm_runner.hpp"
@@ -24,6 +25,7 @@ constexpr int kHoldMicroseconds = 2000;
 // The device buffers of one rank, as plan_buffers sizes them.
 struct RankBuffers {
   std::unique_ptr<DeviceBuffer> a, b, a8, b8, c, x, y, w, rstd, index, inbox;
+  std::unique_ptr<kernels::AttentionBuffers> attention;  // flash attention's tensors, when the run has any
   std::int64_t index_rows = 1;
 };
 
@@ -94,6 +96,7 @@ class Executor {
     b.inbox = make(z.inbox);
     b.index_rows = static_cast<std::int64_t>(z.rows);
     const auto seed = static_cast<std::uint32_t>(100 * r);
+    if (z.attention.batch_heads > 0) b.attention = std::make_unique<kernels::AttentionBuffers>(z.attention, seed + 10);
     using kernels::Element;
     kernels::fill_nonzero(b.a->p, z.a / 2, Element::bf16, seed + 1);
     kernels::fill_nonzero(b.b->p, z.b / 2, Element::bf16, seed + 2);
@@ -118,6 +121,10 @@ class Executor {
     switch (k.kind) {
       case KernelKind::gemm:
         runners_[static_cast<std::size_t>(r)]->run({k.m, k.n, k.k, k.batch, k.fp8}, (k.fp8 ? b.a8 : b.a)->p, (k.fp8 ? b.b8 : b.b)->p, b.c->p, s);
+        break;
+      case KernelKind::attention:
+        if (k.pass == 0) kernels::flash_attention_forward(k.attention, b.attention->tensors(), s);
+        else kernels::flash_attention_backward(k.attention, b.attention->tensors(), b.attention->gradients(), s);
         break;
       case KernelKind::rmsnorm:
         if (k.pass == 0) kernels::rmsnorm_forward(bf(b.x), bf(b.w), bf(b.y), static_cast<float*>(b.rstd->p), k.rows, k.cols, s);

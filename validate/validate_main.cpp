@@ -12,12 +12,14 @@
 #include <iostream>
 
 #include "cli/args.hpp"
+#include "kernels/attention_bench.hpp"
 #include "kernels/device_info.hpp"
 #include "kernels/gemm_bench.hpp"
 #include "kernels/memory_bench.hpp"
 #include "kernels/nccl_bench.hpp"
 #include "models/catalogue.hpp"
 #include "models/diagnostics.hpp"
+#include "models/flops.hpp"
 #include "validate/bench_plan.hpp"
 #include "validate/device_profile.hpp"
 #include "validate/measured_run.hpp"
@@ -34,18 +36,20 @@ using plumb::cli::UsageError;
 
 const CommandSpec kBench{
     "bench",
-    "plumb-validate bench [--scenario S] [--set key=value ...] [--quick] [--no-sweep] [--no-fp8] [--reps N] --out F",
+    "plumb-validate bench [--scenario S] [--set key=value ...] [--quick] [--no-sweep] [--no-fp8] [--no-attention] [--reps N] --out F",
     "Times the scenario's GEMMs (every stage's layer and head, forward, input and weight gradient, as plumb\n"
     "costs them) and a sweep of square sizes with cuBLASLt on GPU 0 — in bf16, and in fp8 (e4m3, per-tensor\n"
-    "scales) where the GPU has fp8 (compute capability 8.9 and up) — and a streaming copy at three sizes, and\n"
-    "writes the measurement file plumb calibrate fits the GPU profile's GEMM efficiency tables and HBM\n"
-    "efficiency from. Refuses a GEMM faster than the profile's dense peak or a copy faster than its HBM\n"
-    "bandwidth (a timing error, not a result).",
+    "scales) where the GPU has fp8 (compute capability 8.9 and up) — plumb's flash attention kernel forward and\n"
+    "backward at the scenario's heads and over sequences of 1K–16K tokens, a streaming copy at three sizes, and\n"
+    "writes the measurement file plumb calibrate fits the GPU profile's GEMM efficiency tables, attention and\n"
+    "HBM efficiencies from. Refuses a GEMM or attention pass faster than the profile's dense peak or a copy\n"
+    "faster than its HBM bandwidth (a timing error, not a result).",
     {},
     {{"--scenario", "S", "the scenario whose GEMM shapes to time (default: the sweep only)"},
      {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
      {"--quick", "", "squares up to 4096, 5 repetitions, one copy size: a smoke test"},
      {"--no-sweep", "", "only the scenario's shapes"},
+     {"--no-attention", "", "no flash attention runs"},
      {"--no-fp8", "", "bf16 GEMMs only"},
      {"--reps", "N", "timed repetitions per GEMM after warm-up (20)"},
      {"--out", "FILE", "where the measurement file goes"}}};
@@ -53,13 +57,15 @@ const CommandSpec kBench{
 const CommandSpec kRun{
     "run",
     "plumb-validate run SCENARIO [--set key=value ...] [--stages K] [--layers-per-stage L] [--micro-batches M]\n"
-    "                   [--layer-kind moe|dense] [--sms-per-stage S] [--steps N] [--no-kernel-times] --out F [--trace T]",
+    "                   [--layer-kind moe|dense] [--sms-per-stage S] [--attention flash|unfused] [--steps N] [--no-kernel-times]\n"
+    "                   --out F [--trace T]",
     "Executes the scenario's pipeline schedule with real kernels on GPU 0, shrunk to fit it: K virtual stages, each\n"
     "a CUDA green context holding its share of the SMs (--sms-per-stage; default the SMs over K in groups of 8),\n"
     "L layers per stage with the full job's shapes (a MoE layer as one EP rank of the full layout runs it, TP's\n"
     "sharding as narrower GEMMs), every op as cuBLASLt GEMMs (fp8 where the scenario trains in fp8) and the\n"
-    "memory-bound kernels plumb costs, attention unfused (batched GEMMs), sends as device copies. Times every op\n"
-    "and kernel with CUDA events and writes the file `plumb compare` reads.",
+    "memory-bound kernels plumb costs, attention by plumb's flash kernel (or unfused: batched GEMMs and a softmax\n"
+    "pass), sends as device copies. Times every op and kernel with CUDA events and writes the file `plumb compare`\n"
+    "reads.",
     {"SCENARIO"},
     {{"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
      {"--stages", "K", "virtual pipeline ranks on the GPU (4)"},
@@ -67,6 +73,7 @@ const CommandSpec kRun{
      {"--micro-batches", "M", "micro-batches per step (twice the stages)"},
      {"--layer-kind", "KIND", "moe or dense (moe for MoE models)"},
      {"--sms-per-stage", "S", "SMs per green context"},
+     {"--attention", "KERNEL", "flash (plumb's kernel, the default) or unfused (batched GEMMs and a softmax pass)"},
      {"--steps", "N", "timed steps after one warm-up step (3)"},
      {"--no-kernel-times", "", "time ops only, not each kernel"},
      {"--out", "FILE", "where the measured run goes"},
@@ -158,13 +165,40 @@ int bench(const Args& args) {
                                            profile->name));
     memory.push_back({"copy", t.bytes_moved, t.median_seconds});
   }
+  // Flash attention at the scenario's heads and a sweep of sequence lengths (one call when quick).
+  std::vector<AttentionMeasurement> attention;
+  if (!args.flag("--no-attention")) {
+    std::vector<BenchAttention> calls = bench_attention(job ? &*job : nullptr, !args.flag("--no-sweep"));
+    if (quick && calls.size() > 1) calls.resize(1);
+    for (const BenchAttention& b : calls) {
+      const kernels::AttentionCall& c = b.call;
+      kernels::AttentionTiming t;
+      try {
+        t = kernels::time_attention(c, quick ? 2 : 3, reps);
+      } catch (const std::exception& e) {
+        std::cerr << fmt::format("attention {}×{} ({}, {}) skipped: {}\n", c.batch_heads, c.seq, c.d_qk, c.d_v, e.what());
+        continue;
+      }
+      AttentionMeasurement a{static_cast<double>(c.batch_heads), static_cast<double>(c.seq), static_cast<double>(c.d_qk),
+                             static_cast<double>(c.d_v), c.causal, t.forward_seconds, t.backward_seconds, b.what};
+      const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
+      std::cerr << fmt::format("attention {} heads × {} tokens ({}, {}), causal: forward {:.1f}, backward {:.1f} TFLOP/s ({})\n",
+                               c.batch_heads, c.seq, c.d_qk, c.d_v, f.forward / t.forward_seconds / 1e12,
+                               f.backward_executed() / t.backward_seconds / 1e12, b.what);
+      if (profile && profile->peak_dense.count(MathDtype::bf16) &&
+          std::max(f.forward / t.forward_seconds, f.backward_executed() / t.backward_seconds) > 1.02 * profile->peak_dense.at(MathDtype::bf16))
+        throw std::runtime_error(fmt::format("attention ran above the {} bf16 peak: the timing is wrong", profile->name));
+      attention.push_back(a);
+    }
+  }
   LaunchMeasurement launch{2000, kernels::time_kernel_overhead(2000)};
   std::cerr << fmt::format("kernel launch: {:.2f} us each, back to back\n", launch.seconds_per_kernel * 1e6);
-  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory, launch);
+  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory, launch, attention);
   std::ofstream out(args.value("--out"));
   if (!out) throw UsageError("cannot write " + args.value("--out"));
   out << doc.dump(1) << "\n";
-  std::cout << fmt::format("{} GEMMs and {} copies timed on {} → {}\n", timed.size(), memory.size(), device.name, args.value("--out"));
+  std::cout << fmt::format("{} GEMMs, {} attention calls and {} copies timed on {} → {}\n", timed.size(), attention.size(), memory.size(),
+                           device.name, args.value("--out"));
   return timed.empty() ? 1 : 0;
 }
 
@@ -182,6 +216,15 @@ int run(const Args& args) {
   o.micro_batches = args.integer("--micro-batches", 0, 0, 4096);
   o.layer_kind = args.value("--layer-kind");
   o.sms_per_stage = args.integer("--sms-per-stage", 0, 0, 10000);
+  if (args.flag("--attention")) {
+    const std::string word = args.value("--attention");
+    std::vector<std::string> words;
+    for (const auto& [w, kernel] : attention_kernel_words()) {
+      words.push_back(w);
+      if (w == word) o.attention = kernel;
+    }
+    if (std::find(words.begin(), words.end(), word) == words.end()) throw UsageError(plumb::cli::unknown_word_message("--attention", word, words));
+  }
   Job full = load_scenario(setup.scenario, setup.overrides);
   if (std::optional<GpuSpec> profile = bundled_gpu_profile(device.name)) full.cluster.gpu = *profile;  // the GPU at hand
   full.cluster.gpu.sms = device.sms;

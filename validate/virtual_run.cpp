@@ -80,7 +80,14 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
     m.moe->first_dense_layers = kind == "moe" ? 0 : m.layers;
   }
   job.training.global_batch = default_micro_batches(o) * p.micro_batch;
-  job.training.attention_kernel = AttentionKernel::unfused;
+  job.training.attention_kernel = o.attention;
+  if (o.attention == AttentionKernel::flash) {
+    const AttentionSpec& a = m.attention;
+    if (!kernels::AttentionCall::supported_widths(a.qk_head_dim(), a.out_head_dim()) || job.training.seq_len % kernels::kAttentionTile != 0)
+      src.error("--attention", fmt::format("the flash kernel takes head widths (64, 64), (128, 128) or (192, 128) and sequences of "
+                                           "whole {}-token tiles, not ({}, {}) over {} tokens; use --attention unfused",
+                                           kernels::kAttentionTile, a.qk_head_dim(), a.out_head_dim(), job.training.seq_len));
+  }
 
   GpuSpec& g = job.cluster.gpu;
   const double share = static_cast<double>(sms) / static_cast<double>(gpu_sms);
@@ -106,6 +113,15 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   if (d.empty() && !Placement::make(p, f.gpus_per_node, &why)) src.error("/parallel", why);
   d.throw_if_any();
   return job;
+}
+
+double KernelStep::flops() const {
+  if (kind == KernelKind::attention) {
+    const FlashAttentionFlops f = flash_attention_flops(static_cast<double>(attention.batch_heads * attention.seq), static_cast<double>(attention.seq),
+                                                        static_cast<double>(attention.d_qk), static_cast<double>(attention.d_v), attention.causal);
+    return pass == 0 ? f.forward : f.backward;
+  }
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch);
 }
 
 std::vector<const KernelStep*> VirtualRun::kernels(const PipeOp& op) const {
@@ -182,13 +198,23 @@ struct KernelMapper {
     return m.mlp.ffn_hidden;
   }
 
-  // Unfused attention as batched GEMMs per (sequence, head): forward S = Q·Kᵀ and O = P·V; backward
-  // dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q — twice the forward FLOPs, as plumb costs it.
+  // Flash: one kernel per pass over every (sequence, head) of the micro-batch, causal. Unfused:
+  // batched GEMMs per (sequence, head): forward S = Q·Kᵀ and O = P·V; backward dP = dO·Vᵀ,
+  // dV = Pᵀ·dO, dQ = dS·K, dK = dSᵀ·Q — twice the forward FLOPs, as plumb costs it.
   void attention(int pass, std::int32_t id, std::vector<KernelStep>& out) const {
     if (pass == 2) return;
     const AttentionSpec& a = job.model.attention;
     const std::int64_t s = job.training.seq_len, dqk = a.qk_head_dim(), dv = a.out_head_dim();
     const std::int64_t batch = job.layout.micro_batch * a.heads;
+    if (job.training.attention_kernel == AttentionKernel::flash) {
+      KernelStep f;
+      f.kind = KernelKind::attention;
+      f.op = id;
+      f.pass = static_cast<std::int8_t>(pass);
+      f.attention = {batch, s, dqk, dv, true};
+      out.push_back(f);
+      return;
+    }
     auto gemm = [&](std::int64_t m, std::int64_t n, std::int64_t k) {
       KernelStep g;
       g.kind = KernelKind::gemm;
@@ -359,6 +385,10 @@ BufferPlan plan_buffers(const VirtualRun& run, std::int32_t rank) {
         (k->fp8 ? z.a8 : z.a) = std::max(k->fp8 ? z.a8 : z.a, g.a_bytes());
         (k->fp8 ? z.b8 : z.b) = std::max(k->fp8 ? z.b8 : z.b, g.b_bytes());
         z.c = std::max(z.c, g.c_bytes());
+      } else if (k->kind == KernelKind::attention) {
+        kernels::AttentionCall& most = z.attention;
+        most = {std::max(most.batch_heads, k->attention.batch_heads), std::max(most.seq, k->attention.seq),
+                std::max(most.d_qk, k->attention.d_qk), std::max(most.d_v, k->attention.d_v), true};
       } else if (k->kind == KernelKind::stream) {
         streamed(k->bytes);
       } else {
@@ -380,7 +410,8 @@ Json virtual_options_json(const VirtualRunOptions& o) {
           {"layers_per_stage", o.layers_per_stage},
           {"micro_batches", o.micro_batches},
           {"layer_kind", o.layer_kind},
-          {"sms_per_stage", o.sms_per_stage}};
+          {"sms_per_stage", o.sms_per_stage},
+          {"attention", attention_kernel_name(o.attention)}};
 }
 
 VirtualRunOptions read_virtual_options(const Json& value, const std::string& pointer, const SourceFile& src) {
@@ -391,6 +422,7 @@ VirtualRunOptions read_virtual_options(const Json& value, const std::string& poi
   o.micro_batches = r.integer("micro_batches", Need::optional, 0, 1 << 20).value_or(0);
   o.layer_kind = r.string("layer_kind", Need::optional).value_or("");
   o.sms_per_stage = r.integer("sms_per_stage", Need::optional, 0, 100'000).value_or(0);
+  o.attention = r.choice<AttentionKernel>("attention", Need::optional, attention_kernel_words()).value_or(o.attention);
   r.finish();
   return o;
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_call.hpp"
 #include "kernels/gemm_call.hpp"
 #include "models/flops.hpp"
 #include "models/job.hpp"
@@ -23,6 +24,9 @@ struct VirtualRunOptions {
   // "dense"; "" picks moe for MoE models.
   std::string layer_kind;
   std::int64_t sms_per_stage = 0;  // 0: the GPU's SMs over the stages, rounded down to whole 8-SM groups
+  // flash: kernels/flash_attention, priced by the profile's attention efficiencies; unfused: batched
+  // GEMMs and a softmax pass, priced by GEMM efficiency and HBM bandwidth.
+  AttentionKernel attention = AttentionKernel::flash;
 };
 
 // The shrunk job plumb predicts: one node of `stages` "GPUs", each the full GPU's `sms_per_stage`
@@ -31,14 +35,15 @@ struct VirtualRunOptions {
 // per SM; pipeline sends as device copies at
 // that share of the copy bandwidth. TP, CP, DP and EP are 1 — a MoE layer keeps the experts one EP
 // rank of the full layout holds and the token copies it receives (balanced routing), so the expert
-// GEMMs have the full job's shapes and no all-to-all runs. No ZeRO, no MTP, attention unfused (the
-// executor's attention is batched GEMMs and a softmax), blocking sends (a copy on the sending stage's
-// stream). Throws InputError naming the option when the scenario cannot shrink so.
+// GEMMs have the full job's shapes and no all-to-all runs. No ZeRO, no MTP, attention as the options
+// say, blocking sends (a copy on the sending stage's stream). Throws InputError naming the option
+// when the scenario cannot shrink so (or the flash kernel lacks its head widths).
 Job virtual_stage_job(const Job& full, const VirtualRunOptions& options);
 
 // One kernel launch of the executor. GEMMs: `batch` independent products C[m×n] = A[m×k]·B[k×n]
-// (local experts, attention heads); memory-bound kernels move `bytes` over `rows` × `cols` elements.
-enum class KernelKind : std::uint8_t { gemm, rmsnorm, swiglu, permute, unpermute, stream };
+// (local experts, attention heads); flash attention one call's forward or backward; memory-bound
+// kernels move `bytes` over `rows` × `cols` elements.
+enum class KernelKind : std::uint8_t { gemm, attention, rmsnorm, swiglu, permute, unpermute, stream };
 struct KernelStep {
   KernelKind kind = KernelKind::stream;
   std::int32_t op = 0;    // index into VirtualRun::op_names: what per-op timings are grouped by
@@ -47,7 +52,9 @@ struct KernelStep {
   bool fp8 = false;
   std::int64_t rows = 0, cols = 0;
   double bytes = 0;
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(batch); }
+  kernels::AttentionCall attention;
+  // The model FLOPs plumb counts for it (a flash backward's recomputed scores left out).
+  double flops() const;
   kernels::GemmCall gemm() const { return {m, n, k, batch, fp8}; }
 };
 
@@ -85,11 +92,15 @@ std::size_t stream_copy_bytes(double bytes);
 
 // The device buffers one rank's kernels use, in bytes: GEMM operands (bf16 and fp8) and output; two
 // activation buffers for the memory-bound kernels, sends and the optimizer pass; norm weights (`cols`
-// elements); row statistics and the gather index (`rows`); the inbox a send lands in.
+// elements); row statistics and the gather index (`rows`); the inbox a send lands in; flash
+// attention's tensors.
 struct BufferPlan {
   std::size_t a = 16, b = 16, a8 = 16, b8 = 16, c = 16, x = 16, inbox = 16;
   std::size_t cols = 16, rows = 1;
-  std::size_t total() const { return a + b + a8 + b8 + c + 2 * x + inbox + 2 * cols + 8 * rows; }
+  kernels::AttentionCall attention{0, 0, 0, 0, true};  // covers every flash call (none: zero heads)
+  std::size_t total() const {
+    return a + b + a8 + b8 + c + 2 * x + inbox + 2 * cols + 8 * rows + (attention.batch_heads > 0 ? attention.bytes() : 0);
+  }
 };
 BufferPlan plan_buffers(const VirtualRun& run, std::int32_t rank);
 
