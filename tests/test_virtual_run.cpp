@@ -263,6 +263,21 @@ TEST_CASE("plumb compare reads a measured run back and sets plumb's prediction o
   GpuSpec fast = *bundled_gpu_profile("NVIDIA H800");
   for (auto& [dtype, rate] : fast.peak_dense) rate *= 2;
   CHECK(compare_measured_run(same, fast).predicted_step < 0.8 * c.predicted_step);
+  // The run's flash attention is priced by the profile's attention efficiencies: halve them and the
+  // attention the profile predicts (less any launch overhead the profile adds) doubles; GEMMs and
+  // memory-bound ops stay.
+  GpuSpec slow_attention = *bundled_gpu_profile("NVIDIA H800");
+  REQUIRE(slow_attention.attention_efficiency);
+  REQUIRE(slow_attention.attention_backward_efficiency);
+  *slow_attention.attention_efficiency /= 2;
+  *slow_attention.attention_backward_efficiency /= 2;
+  const Comparison halved = compare_measured_run(same, slow_attention);
+  REQUIRE(halved.kinds.size() == 3);
+  CHECK(halved.kinds[1].kind == "attention");
+  CHECK(halved.kinds[1].predicted > 1.9 * c.kinds[1].predicted);
+  CHECK(halved.kinds[1].predicted <= doctest::Approx(2.0 * c.kinds[1].predicted));
+  CHECK(halved.kinds[0].predicted == doctest::Approx(c.kinds[0].predicted));
+  CHECK(halved.kinds[2].predicted == doctest::Approx(c.kinds[2].predicted));
 }
 
 TEST_CASE("plumb compare finds the scenario a measured run names from elsewhere, takes one given instead, and refuses another's run") {
