@@ -4,6 +4,7 @@
 #include <mma.h>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda_check.hpp"
 
@@ -19,7 +20,6 @@ constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
 
 using FragA = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::row_major>;
-using FragAT = wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, wmma::col_major>;  // a transpose, read in place
 using FragB = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::row_major>;
 using FragBT = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_major>;
 using FragC = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
@@ -69,6 +69,38 @@ __device__ void load_tile(bf16* dst, const bf16* src) {
   }
 }
 
+// out[16 × kTile] (fp32, rows of kScoreLd) = a[16 × D] · b[kTile × D]ᵀ: a warp's 16 rows of a tile
+// against every row of another (scores; the backward's transposed scores and dPᵀ).
+template <int D>
+__device__ void rows_times_tile_t(const bf16* a, const bf16* b, float* out) {
+  for (int c = 0; c < kTile / 16; ++c) {
+    FragC acc;
+    wmma::fill_fragment(acc, 0.f);
+    for (int d = 0; d < D / 16; ++d) {
+      FragA x;
+      FragBT y;
+      wmma::load_matrix_sync(x, a + d * 16, padded(D));
+      wmma::load_matrix_sync(y, b + c * 16 * padded(D) + d * 16, padded(D));
+      wmma::mma_sync(acc, x, y, acc);
+    }
+    wmma::store_matrix_sync(out + c * 16, acc, kScoreLd, wmma::mem_row_major);
+  }
+}
+
+// acc += a[16 × kTile] · b[kTile × 16]: a is bf16 with rows of kProbLd (Layout row_major: a's own
+// rows; col_major: columns of the matrix stored there, a transpose read in place), b 16 columns of
+// a tile of width D.
+template <int D, typename Layout>
+__device__ void accumulate_strip(FragC& acc, const bf16* a, const bf16* b) {
+  for (int t = 0; t < kTile / 16; ++t) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, bf16, Layout> x;
+    FragB y;
+    wmma::load_matrix_sync(x, a + (std::is_same_v<Layout, wmma::row_major> ? t * 16 : t * 16 * kProbLd), kProbLd);
+    wmma::load_matrix_sync(y, b + t * 16 * padded(D), padded(D));
+    wmma::mma_sync(acc, x, y, acc);
+  }
+}
+
 // A warp's 16×16 fp32 fragment (scaled) to bf16 rows of width `ld` in global memory, through its scratch.
 __device__ void store_fragment_bf16(FragC& acc, float scale, float* scratch, bf16* out, std::size_t ld) {
   wmma::store_matrix_sync(scratch, acc, 16, wmma::mem_row_major);
@@ -108,18 +140,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const bf16* __restric
     load_tile<DV>(sv, v + (head * seq + static_cast<std::size_t>(j) * kTile) * DV);
     __syncthreads();
     // S = Q·Kᵀ for this warp's 16 queries against the tile's keys.
-    for (int c = 0; c < kTile / 16; ++c) {
-      FragC acc;
-      wmma::fill_fragment(acc, 0.f);
-      for (int d = 0; d < DQK / 16; ++d) {
-        FragA a;
-        FragBT b;
-        wmma::load_matrix_sync(a, sq + row0 * padded(DQK) + d * 16, padded(DQK));
-        wmma::load_matrix_sync(b, sk + c * 16 * padded(DQK) + d * 16, padded(DQK));
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(ss + row0 * kScoreLd + c * 16, acc, kScoreLd, wmma::mem_row_major);
-    }
+    rows_times_tile_t<DQK>(sq + row0 * padded(DQK), sk, ss + row0 * kScoreLd);
     __syncwarp();
     // Online softmax, a row at a time (each lane two keys): new max, probabilities, the running sum,
     // and the output so far rescaled to the new max.
@@ -146,13 +167,7 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const bf16* __restric
     for (int c = 0; c < DV / 16; ++c) {
       FragC acc;
       wmma::load_matrix_sync(acc, so + row0 * ldo + c * 16, ldo, wmma::mem_row_major);
-      for (int t = 0; t < kTile / 16; ++t) {
-        FragA a;
-        FragB b;
-        wmma::load_matrix_sync(a, sp + row0 * kProbLd + t * 16, kProbLd);
-        wmma::load_matrix_sync(b, sv + t * 16 * padded(DV) + c * 16, padded(DV));
-        wmma::mma_sync(acc, a, b, acc);
-      }
+      accumulate_strip<DV, wmma::row_major>(acc, sp + row0 * kProbLd, sv + c * 16);
       wmma::store_matrix_sync(so + row0 * ldo + c * 16, acc, ldo, wmma::mem_row_major);
     }
     __syncwarp();
@@ -224,27 +239,8 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const bf16* __restri
     }
     __syncthreads();
     // Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ for this warp's 16 keys against the tile's queries.
-    for (int c = 0; c < kTile / 16; ++c) {
-      FragC acc;
-      wmma::fill_fragment(acc, 0.f);
-      for (int d = 0; d < DQK / 16; ++d) {
-        FragA a;
-        FragBT b;
-        wmma::load_matrix_sync(a, sk + row0 * padded(DQK) + d * 16, padded(DQK));
-        wmma::load_matrix_sync(b, sq + c * 16 * padded(DQK) + d * 16, padded(DQK));
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(ss + row0 * kScoreLd + c * 16, acc, kScoreLd, wmma::mem_row_major);
-      wmma::fill_fragment(acc, 0.f);
-      for (int d = 0; d < DV / 16; ++d) {
-        FragA a;
-        FragBT b;
-        wmma::load_matrix_sync(a, sv + row0 * padded(DV) + d * 16, padded(DV));
-        wmma::load_matrix_sync(b, sdo + c * 16 * padded(DV) + d * 16, padded(DV));
-        wmma::mma_sync(acc, a, b, acc);
-      }
-      wmma::store_matrix_sync(sdp + row0 * kScoreLd + c * 16, acc, kScoreLd, wmma::mem_row_major);
-    }
+    rows_times_tile_t<DQK>(sk + row0 * padded(DQK), sq, ss + row0 * kScoreLd);
+    rows_times_tile_t<DV>(sv + row0 * padded(DV), sdo, sdp + row0 * kScoreLd);
     __syncwarp();
     // Pᵀ from the forward's log-sum-exp; dSᵀ = Pᵀ ∘ (dPᵀ − delta).
     for (int r = 0; r < 16; ++r) {
@@ -259,33 +255,14 @@ __global__ void __launch_bounds__(kThreads) backward_kernel(const bf16* __restri
     }
     __syncwarp();
     // dV += Pᵀ·dO and dK += dSᵀ·Q for this warp's keys.
-    for (int t = 0; t < kTile / 16; ++t) {
-      FragA p, ds;
-      wmma::load_matrix_sync(p, sp + row0 * kProbLd + t * 16, kProbLd);
-      wmma::load_matrix_sync(ds, sds + row0 * kProbLd + t * 16, kProbLd);
-      for (int c = 0; c < DV / 16; ++c) {
-        FragB b;
-        wmma::load_matrix_sync(b, sdo + t * 16 * padded(DV) + c * 16, padded(DV));
-        wmma::mma_sync(dv_acc[c], p, b, dv_acc[c]);
-      }
-      for (int c = 0; c < DQK / 16; ++c) {
-        FragB b;
-        wmma::load_matrix_sync(b, sq + t * 16 * padded(DQK) + c * 16, padded(DQK));
-        wmma::mma_sync(dk_acc[c], ds, b, dk_acc[c]);
-      }
-    }
+    for (int c = 0; c < DV / 16; ++c) accumulate_strip<DV, wmma::row_major>(dv_acc[c], sp + row0 * kProbLd, sdo + c * 16);
+    for (int c = 0; c < DQK / 16; ++c) accumulate_strip<DQK, wmma::row_major>(dk_acc[c], sds + row0 * kProbLd, sq + c * 16);
     __syncthreads();  // every warp's dSᵀ rows are written
     // dQ += dS·K for this warp's 16 queries: dS read as the transpose of dSᵀ, added to the fp32 sum.
     for (int c = 0; c < DQK / 16; ++c) {
       FragC acc;
       wmma::fill_fragment(acc, 0.f);
-      for (int t = 0; t < kTile / 16; ++t) {
-        FragAT a;
-        FragB b;
-        wmma::load_matrix_sync(a, sds + t * 16 * kProbLd + row0, kProbLd);
-        wmma::load_matrix_sync(b, sk + t * 16 * padded(DQK) + c * 16, padded(DQK));
-        wmma::mma_sync(acc, a, b, acc);
-      }
+      accumulate_strip<DQK, wmma::col_major>(acc, sds + row0, sk + c * 16);
       wmma::store_matrix_sync(scratch, acc, 16, wmma::mem_row_major);
       __syncwarp();
       for (int e = lane; e < 256; e += 32)

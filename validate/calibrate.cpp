@@ -12,6 +12,26 @@
 
 namespace plumb {
 
+namespace {
+
+// Each object of the optional list at `key`, read by `read_row`; anything but a list is an error
+// naming what its rows hold.
+template <class ReadRow>
+void read_rows(ObjectReader& r, const SourceFile& src, const char* key, std::string_view row_keys, ReadRow read_row) {
+  const Json* rows = r.child(key, Need::optional);
+  if (!rows) return;
+  if (!rows->is_array()) {
+    r.error(key, fmt::format("expected a list of {{{}}}", row_keys));
+    return;
+  }
+  for (std::size_t i = 0; i < rows->size(); ++i) {
+    ObjectReader row((*rows)[i], json_pointer_append(std::string("/") + key, std::to_string(i)), src);
+    read_row(row);
+  }
+}
+
+}  // namespace
+
 Measurements read_measurements(const Json& doc, const std::string& file) {
   Diagnostics d;
   SourceFile src{file, {}, &d, {}};
@@ -25,51 +45,37 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
     r.string("driver", Need::optional);
     r.string("note", Need::optional);
     r.number("clock_mhz", Need::optional, 0, 1e5);
-    if (const Json* rows = r.child("gemm", Need::optional)) {
-      if (!rows->is_array()) r.error("gemm", "expected a list of {\"m\", \"n\", \"k\", \"dtype\", \"seconds\"}");
-      else
-        for (std::size_t i = 0; i < rows->size(); ++i) {
-          ObjectReader row((*rows)[i], json_pointer_append("/gemm", std::to_string(i)), src);
-          GemmMeasurement g;
-          g.m = static_cast<double>(row.integer("m", Need::required, 1, 1'000'000'000).value_or(1));
-          g.n = static_cast<double>(row.integer("n", Need::required, 1, 1'000'000'000).value_or(1));
-          g.k = static_cast<double>(row.integer("k", Need::required, 1, 1'000'000'000).value_or(1));
-          g.dtype = row.choice<MathDtype>("dtype", Need::required, {{"bf16", MathDtype::bf16}, {"fp8", MathDtype::fp8}, {"tf32", MathDtype::tf32}, {"fp32", MathDtype::fp32}})
-                        .value_or(MathDtype::bf16);
-          g.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
-          row.string("what", Need::optional);
-          m.gemm.push_back(g);
-        }
-    }
-    if (const Json* rows = r.child("memory", Need::optional)) {
-      if (!rows->is_array()) r.error("memory", "expected a list of {\"kernel\", \"bytes\", \"seconds\"}");
-      else
-        for (std::size_t i = 0; i < rows->size(); ++i) {
-          ObjectReader row((*rows)[i], json_pointer_append("/memory", std::to_string(i)), src);
-          MemoryMeasurement mm;
-          mm.kernel = row.string("kernel", Need::required).value_or("");
-          mm.bytes = row.number("bytes", Need::required, 1, 1e15).value_or(1);
-          mm.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
-          m.memory.push_back(mm);
-        }
-    }
-    if (const Json* rows = r.child("attention", Need::optional)) {
-      if (!rows->is_array()) r.error("attention", "expected a list of {\"batch_heads\", \"seq\", \"d_qk\", \"d_v\", \"causal\", \"forward_seconds\", \"backward_seconds\"}");
-      else
-        for (std::size_t i = 0; i < rows->size(); ++i) {
-          ObjectReader row((*rows)[i], json_pointer_append("/attention", std::to_string(i)), src);
-          AttentionMeasurement a;
-          a.batch_heads = static_cast<double>(row.integer("batch_heads", Need::required, 1, 1'000'000'000).value_or(1));
-          a.seq = static_cast<double>(row.integer("seq", Need::required, 1, 1'000'000'000).value_or(1));
-          a.d_qk = static_cast<double>(row.integer("d_qk", Need::required, 1, 100'000).value_or(1));
-          a.d_v = static_cast<double>(row.integer("d_v", Need::required, 1, 100'000).value_or(1));
-          a.causal = row.boolean("causal", Need::required).value_or(true);
-          a.forward_seconds = row.number("forward_seconds", Need::required, 1e-12, 1e6).value_or(1);
-          a.backward_seconds = row.number("backward_seconds", Need::required, 1e-12, 1e6).value_or(1);
-          a.what = row.string("what", Need::optional).value_or("");
-          m.attention.push_back(a);
-        }
-    }
+    read_rows(r, src, "gemm", "\"m\", \"n\", \"k\", \"dtype\", \"seconds\"", [&](ObjectReader& row) {
+      GemmMeasurement g;
+      g.m = static_cast<double>(row.integer("m", Need::required, 1, 1'000'000'000).value_or(1));
+      g.n = static_cast<double>(row.integer("n", Need::required, 1, 1'000'000'000).value_or(1));
+      g.k = static_cast<double>(row.integer("k", Need::required, 1, 1'000'000'000).value_or(1));
+      g.dtype = row.choice<MathDtype>("dtype", Need::required, {{"bf16", MathDtype::bf16}, {"fp8", MathDtype::fp8}, {"tf32", MathDtype::tf32}, {"fp32", MathDtype::fp32}})
+                    .value_or(MathDtype::bf16);
+      g.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+      row.string("what", Need::optional);
+      m.gemm.push_back(g);
+    });
+    read_rows(r, src, "memory", "\"kernel\", \"bytes\", \"seconds\"", [&](ObjectReader& row) {
+      MemoryMeasurement mm;
+      mm.kernel = row.string("kernel", Need::required).value_or("");
+      mm.bytes = row.number("bytes", Need::required, 1, 1e15).value_or(1);
+      mm.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+      m.memory.push_back(mm);
+    });
+    read_rows(r, src, "attention", "\"batch_heads\", \"seq\", \"d_qk\", \"d_v\", \"causal\", \"forward_seconds\", \"backward_seconds\"",
+              [&](ObjectReader& row) {
+                AttentionMeasurement a;
+                a.batch_heads = static_cast<double>(row.integer("batch_heads", Need::required, 1, 1'000'000'000).value_or(1));
+                a.seq = static_cast<double>(row.integer("seq", Need::required, 1, 1'000'000'000).value_or(1));
+                a.d_qk = static_cast<double>(row.integer("d_qk", Need::required, 1, 100'000).value_or(1));
+                a.d_v = static_cast<double>(row.integer("d_v", Need::required, 1, 100'000).value_or(1));
+                a.causal = row.boolean("causal", Need::required).value_or(true);
+                a.forward_seconds = row.number("forward_seconds", Need::required, 1e-12, 1e6).value_or(1);
+                a.backward_seconds = row.number("backward_seconds", Need::required, 1e-12, 1e6).value_or(1);
+                a.what = row.string("what", Need::optional).value_or("");
+                m.attention.push_back(a);
+              });
     if (const Json* launch = r.child("launch", Need::optional)) {
       ObjectReader l(*launch, "/launch", src);
       l.integer("kernels", Need::required, 1, 1'000'000'000);
