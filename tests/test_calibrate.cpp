@@ -245,6 +245,8 @@ TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM effici
   CHECK(calibrated.sources.at("gemm_efficiency_fp8").find("fp8 GEMMs") != std::string::npos);
   CHECK(calibrated.sources.at("hbm_efficiency").find("median of 3") != std::string::npos);
   CHECK(calibration_report(c).find("hbm_efficiency: 0.896 of the datasheet HBM bandwidth") != std::string::npos);
+  // 2.95, 3.00 and 3.05 against the median 3.00: RMS of ±1/60.
+  CHECK(memory.rms_relative_error == doctest::Approx(std::sqrt(2.0 / 3.0) / 60));
 }
 
 TEST_CASE("the launch overhead bench measures becomes the profile's kernel_overhead, and the GEMM fit is of the work") {
@@ -339,6 +341,13 @@ TEST_CASE("plumb-validate bench times flash attention at the scenario's heads an
   CHECK(*calibrated.attention_backward_efficiency == doctest::Approx(0.30));
   CHECK(calibrated.sources.at("attention_efficiency").find("median of 6 flash attention forward runs") != std::string::npos);
   CHECK(calibration_report(c).find("attention_backward_efficiency: 0.300 of the bf16 dense peak") != std::string::npos);
+  // Five forward runs at the median, one 10% slower (its share 1/1.1 of the median, beyond the launch):
+  // RMS of (1/1.1 − 1) over six.
+  REQUIRE(c.shares.size() == 2);
+  CHECK(c.shares[0].field == "attention_efficiency");
+  CHECK(c.shares[0].rms_relative_error == doctest::Approx(std::abs(c.shares[0].lowest / 0.40 - 1) / std::sqrt(6.0)));
+  CHECK(c.shares[0].lowest < 0.40 / 1.09);
+  CHECK(c.shares[1].rms_relative_error == doctest::Approx(0).epsilon(1e-9));
   // plumb's core-attention op for GPT-3's micro-batch, priced by the calibrated profile: the measured times.
   Job job = gpt3;
   job.cluster.gpu = calibrated;

@@ -117,10 +117,15 @@ std::optional<GemmShapeFit> fit_shape(const std::vector<GemmShapePoint>& points,
 void set_share(Calibration& c, const std::string& field, std::vector<double> shares, const std::string& files, std::string_view what) {
   if (shares.empty()) return;
   std::sort(shares.begin(), shares.end());
-  ShareFit f{field, std::min(1.0, shares[shares.size() / 2]), shares.front(), shares.back(), shares.size()};
+  ShareFit f{field, std::min(1.0, shares[shares.size() / 2]), shares.front(), shares.back(), shares.size(), 0.0};
+  // A run at share x takes 1/x of the work's time; the median predicts 1/x̂: off by x/x̂ − 1.
+  double sum = 0;
+  for (double x : shares) sum += (x / f.efficiency - 1) * (x / f.efficiency - 1);
+  f.rms_relative_error = std::sqrt(sum / static_cast<double>(shares.size()));
   c.profile[field] = std::round(f.efficiency * 1000) / 1000;
-  c.profile["sources"][field] = fmt::format("measured by plumb calibrate from {}: median of {} {}, {:.1f}% (range {:.1f}–{:.1f}%)", files,
-                                            f.points, what, 100 * f.efficiency, 100 * f.lowest, 100 * f.highest);
+  c.profile["sources"][field] = fmt::format("measured by plumb calibrate from {}: median of {} {}, {:.1f}% (range {:.1f}–{:.1f}%; RMS error {:.1f}%)",
+                                            files, f.points, what, 100 * f.efficiency, 100 * f.lowest, 100 * f.highest,
+                                            100 * f.rms_relative_error);
   c.shares.push_back(f);
 }
 
@@ -388,8 +393,9 @@ std::string calibration_report(const Calibration& c) {
                          g.shape->model.tile_n, 100 * g.shape->rms_relative_error);
   }
   for (const ShareFit& f : c.shares)
-    out += fmt::format("{}: {:.3f} of the {} (median of {} runs, {:.3f}–{:.3f})\n", f.field, f.efficiency,
-                       f.field == "hbm_efficiency" ? "datasheet HBM bandwidth" : "bf16 dense peak", f.points, f.lowest, f.highest);
+    out += fmt::format("{}: {:.3f} of the {} (median of {} runs, {:.3f}–{:.3f}), RMS error {:.1f}%\n", f.field, f.efficiency,
+                       f.field == "hbm_efficiency" ? "datasheet HBM bandwidth" : "bf16 dense peak", f.points, f.lowest, f.highest,
+                       100 * f.rms_relative_error);
   for (const CollectiveFit& f : c.collectives) {
     const NcclTestsLog& log = *f.log;
     out += fmt::format("\n{}: {} on {} ranks, {} node(s){} — collective from {}\n", log.file, collective_op_name(log.op), log.ranks, log.nodes,
@@ -429,7 +435,8 @@ Json calibration_json(const Calibration& c) {
   }
   if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
   for (const ShareFit& f : c.shares)
-    fits.push_back({{"term", f.field}, {"value", f.efficiency}, {"lowest", f.lowest}, {"highest", f.highest}, {"points", f.points}});
+    fits.push_back({{"term", f.field}, {"value", f.efficiency}, {"lowest", f.lowest}, {"highest", f.highest}, {"points", f.points},
+                    {"rms_relative_error", f.rms_relative_error}});
   for (const CollectiveFit& f : c.collectives)
     fits.push_back({{"term", f.field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))}, {"ranks", f.log->ranks},
                     {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},

@@ -76,6 +76,7 @@ struct ShareFit {
   std::string field;
   double efficiency = 0, lowest = 0, highest = 0;
   std::size_t points = 0;
+  double rms_relative_error = 0;  // of the time the median predicts against each run's (launch aside)
 };
 
 struct Calibration {
