@@ -16,6 +16,7 @@ struct AttentionCall {
   bool causal = true;
 
   // Head widths the kernel is built for: (64, 64), (128, 128) and MLA's (192, 128).
+  static constexpr const char* kWidths = "(64, 64), (128, 128) or (192, 128)";
   static bool supported_widths(std::int64_t d_qk, std::int64_t d_v) {
     return (d_qk == 64 && d_v == 64) || (d_qk == 128 && d_v == 128) || (d_qk == 192 && d_v == 128);
   }

@@ -278,8 +278,8 @@ void require(const AttentionCall& c) {
   if (!c.supported())
     throw std::invalid_argument("flash attention: " + std::to_string(c.batch_heads) + " heads of " + std::to_string(c.seq) +
                                 " tokens with widths (" + std::to_string(c.d_qk) + ", " + std::to_string(c.d_v) +
-                                ") are not supported: the kernel takes sequences of whole 64-token tiles and head widths (64, 64), "
-                                "(128, 128) or (192, 128)");
+                                ") are not supported: the kernel takes sequences of whole 64-token tiles and head widths " +
+                                AttentionCall::kWidths);
   if (c.batch_heads > 65535) throw std::invalid_argument("flash attention: at most 65535 heads per call");
 }
 

@@ -84,9 +84,10 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   if (o.attention == AttentionKernel::flash) {
     const AttentionSpec& a = m.attention;
     if (!kernels::AttentionCall::supported_widths(a.qk_head_dim(), a.out_head_dim()) || job.training.seq_len % kernels::kAttentionTile != 0)
-      src.error("--attention", fmt::format("the flash kernel takes head widths (64, 64), (128, 128) or (192, 128) and sequences of "
-                                           "whole {}-token tiles, not ({}, {}) over {} tokens; use --attention unfused",
-                                           kernels::kAttentionTile, a.qk_head_dim(), a.out_head_dim(), job.training.seq_len));
+      src.error("--attention", fmt::format("the flash kernel takes head widths {} and sequences of whole {}-token tiles, not ({}, {}) "
+                                           "over {} tokens; use --attention unfused",
+                                           kernels::AttentionCall::kWidths, kernels::kAttentionTile, a.qk_head_dim(), a.out_head_dim(),
+                                           job.training.seq_len));
   }
 
   GpuSpec& g = job.cluster.gpu;
