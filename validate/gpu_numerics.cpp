@@ -78,13 +78,7 @@ class Runner {
       dloss_.push_back(bf16_buffer(t_ * h_));
     }
     cells_.resize(stages_ * mbs_);
-    for (Cell& c : cells_) {
-      for (auto* b : {&c.gate_up, &c.dgate_up, &c.dgate_up_t}) *b = bf16_buffer(2 * t_ * f_);
-      for (auto* b : {&c.g, &c.dg, &c.g_t}) *b = bf16_buffer(t_ * f_);
-      for (auto* b : {&c.y, &c.dx, &c.in_t, &c.dout_t}) *b = bf16_buffer(t_ * h_);
-      c.dw_gate_up = bf16_buffer(2 * f_ * h_);
-      c.dw_down = bf16_buffer(f_ * h_);
-    }
+    for (Cell& c : cells_) each_buffer(c, [](std::unique_ptr<DeviceBuffer>& b, std::int64_t elements) { b = bf16_buffer(elements); });
   }
 
   // Loss and the stages' weight gradients (gate_up then down, per stage), pipelined or serial.
@@ -110,21 +104,11 @@ class Runner {
       const auto r = static_cast<std::size_t>(ro.rank);
       Lane lane{*gemm[r], streams[r], acc};
       for (std::int32_t w : ro.waits) check(cudaStreamWaitEvent(streams[r], done[static_cast<std::size_t>(w)], 0), "cudaStreamWaitEvent");
-      const PipeOp& op = s_.ops[r][static_cast<std::size_t>(ro.index)];
-      switch (op.kind) {
-        case OpKind::forward: forward(lane, op.work); break;
-        case OpKind::backward:
-          input_grad(lane, op.work);
-          weight_grad(lane, op.work);
-          break;
-        case OpKind::backward_input: input_grad(lane, op.work); break;
-        case OpKind::weight: weight_grad(lane, op.work); break;
-        case OpKind::forward_backward:
-          forward(lane, op.work);
-          input_grad(lane, op.other);
-          weight_grad(lane, op.other);
-          break;
-      }
+      for (const OpPass& p : op_passes(s_.ops[r][static_cast<std::size_t>(ro.index)])) switch (p.pass) {
+          case StagePass::forward: forward(lane, p.work); break;
+          case StagePass::input_grad: input_grad(lane, p.work); break;
+          case StagePass::weight_grad: weight_grad(lane, p.work); break;
+        }
       check(cudaEventRecord(done[i], streams[r]), "cudaEventRecord");
     }
     check(cudaDeviceSynchronize(), "the pipelined step");
@@ -173,16 +157,10 @@ class Runner {
     }
     a.loss = std::make_unique<DeviceBuffer>(4);
     check(cudaMemset(a.loss->p, 0, 4), "cudaMemset");
-    auto poison = [](const std::unique_ptr<DeviceBuffer>& b, std::int64_t elements) {
+    auto poison = [](std::unique_ptr<DeviceBuffer>& b, std::int64_t elements) {
       check(cudaMemset(b->p, 0xff, static_cast<std::size_t>(elements) * 2), "cudaMemset(NaN)");
     };
-    for (Cell& c : cells_) {
-      for (auto* b : {&c.gate_up, &c.dgate_up, &c.dgate_up_t}) poison(*b, 2 * t_ * f_);
-      for (auto* b : {&c.g, &c.dg, &c.g_t}) poison(*b, t_ * f_);
-      for (auto* b : {&c.y, &c.dx, &c.in_t, &c.dout_t}) poison(*b, t_ * h_);
-      poison(c.dw_gate_up, 2 * f_ * h_);
-      poison(c.dw_down, f_ * h_);
-    }
+    for (Cell& c : cells_) each_buffer(c, poison);
     for (auto& d : dloss_) poison(d, t_ * h_);
     check(cudaDeviceSynchronize(), "poisoning the buffers");
     return a;
@@ -200,6 +178,16 @@ class Runner {
         r.gradients.insert(r.gradients.end(), g.begin(), g.end());
       }
     return r;
+  }
+
+  // Each of a cell's bf16 buffers with its element count: allocated once, poisoned before each run.
+  template <class F>
+  void each_buffer(Cell& c, F f) const {
+    for (auto* b : {&c.gate_up, &c.dgate_up, &c.dgate_up_t}) f(*b, 2 * t_ * f_);
+    for (auto* b : {&c.g, &c.dg, &c.g_t}) f(*b, t_ * f_);
+    for (auto* b : {&c.y, &c.dx, &c.in_t, &c.dout_t}) f(*b, t_ * h_);
+    f(c.dw_gate_up, 2 * f_ * h_);
+    f(c.dw_down, f_ * h_);
   }
 
   Cell& cell(StageWork w) { return cells_[static_cast<std::size_t>(w.stage) * mbs_ + static_cast<std::size_t>(w.mb)]; }

@@ -117,6 +117,18 @@ double half_squared_error(const Vec& y, const Vec& target, Vec* dy) {
 
 }  // namespace
 
+std::vector<OpPass> op_passes(const PipeOp& op) {
+  switch (op.kind) {
+    case OpKind::forward: return {{StagePass::forward, op.work}};
+    case OpKind::backward: return {{StagePass::input_grad, op.work}, {StagePass::weight_grad, op.work}};
+    case OpKind::backward_input: return {{StagePass::input_grad, op.work}};
+    case OpKind::weight: return {{StagePass::weight_grad, op.work}};
+    case OpKind::forward_backward:
+      return {{StagePass::forward, op.work}, {StagePass::input_grad, op.other}, {StagePass::weight_grad, op.other}};
+  }
+  return {};
+}
+
 bool NumericCheck::matches(double tolerance) const {
   return std::abs(loss_pipelined - loss_serial) <= tolerance * std::max(1.0, std::abs(loss_serial)) &&
          max_gradient_difference <= tolerance;
@@ -201,20 +213,11 @@ NumericCheck check_schedule_numerics(const PipelineSchedule& schedule, std::uint
     if (schedule.rank_of(op.work.stage, op.work.mb) != ro.rank)
       throw ScheduleDataflowError(fmt::format("rank {} ran stage {} of micro-batch {}, which rank {} holds", ro.rank, op.work.stage,
                                               op.work.mb, schedule.rank_of(op.work.stage, op.work.mb)));
-    switch (op.kind) {
-      case OpKind::forward: forward(op.work); break;
-      case OpKind::backward:
-        input_grad(op.work, 'B');
-        weight_grad(op.work);
-        break;
-      case OpKind::backward_input: input_grad(op.work, 'b'); break;
-      case OpKind::weight: weight_grad(op.work); break;
-      case OpKind::forward_backward:
-        forward(op.work);
-        input_grad(op.other, 'B');
-        weight_grad(op.other);
-        break;
-    }
+    for (const OpPass& p : op_passes(op)) switch (p.pass) {
+        case StagePass::forward: forward(p.work); break;
+        case StagePass::input_grad: input_grad(p.work, op.kind == OpKind::backward_input ? 'b' : 'B'); break;
+        case StagePass::weight_grad: weight_grad(p.work); break;
+      }
     ++check.ops;
   }
   for (std::size_t s = 0; s < stages; ++s)

@@ -7,6 +7,7 @@
 // gradient for every weight, up to float64 summation order.
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "models/pipeline.hpp"
 
@@ -27,5 +28,15 @@ struct ScheduleDataflowError : std::logic_error {
 };
 
 NumericCheck check_schedule_numerics(const PipelineSchedule& schedule, std::uint64_t seed = 1);
+
+// The passes one schedule op runs, in order: a forward, an input gradient, a weight gradient, each of
+// one (stage, micro-batch). A full backward is its input gradient then its weight gradient; an F&B
+// pair its forward, then the other micro-batch's backward.
+enum class StagePass : std::uint8_t { forward, input_grad, weight_grad };
+struct OpPass {
+  StagePass pass;
+  StageWork work;
+};
+std::vector<OpPass> op_passes(const PipeOp& op);
 
 }  // namespace plumb

@@ -222,9 +222,6 @@ int bench(const Args& args) {
 
 int run(const Args& args) {
   if (!args.flag("--out")) throw UsageError("--out FILE is required");
-  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
-  if (devices.empty()) throw std::runtime_error("no GPU is visible");
-  const kernels::DeviceInfo& device = devices.front();
   MeasuredSetup setup;
   setup.scenario = args.positional(0);
   setup.overrides = args.values("--set");
@@ -234,15 +231,10 @@ int run(const Args& args) {
   o.micro_batches = args.integer("--micro-batches", 0, 0, 4096);
   o.layer_kind = args.value("--layer-kind");
   o.sms_per_stage = args.integer("--sms-per-stage", 0, 0, 10000);
-  if (args.flag("--attention")) {
-    const std::string word = args.value("--attention");
-    std::vector<std::string> words;
-    for (const auto& [w, kernel] : attention_kernel_words()) {
-      words.push_back(w);
-      if (w == word) o.attention = kernel;
-    }
-    if (std::find(words.begin(), words.end(), word) == words.end()) throw UsageError(plumb::cli::unknown_word_message("--attention", word, words));
-  }
+  o.attention = plumb::cli::choose("--attention", args.value("--attention", "flash"), attention_kernel_words());
+  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();  // the options are checked first
+  if (devices.empty()) throw std::runtime_error("no GPU is visible");
+  const kernels::DeviceInfo& device = devices.front();
   Job full = load_scenario(setup.scenario, setup.overrides);
   if (std::optional<GpuSpec> profile = bundled_gpu_profile(device.name)) full.cluster.gpu = *profile;  // the GPU at hand
   full.cluster.gpu.sms = device.sms;
