@@ -1,10 +1,10 @@
 // How fast the cost models answer, since the planner asks them per candidate layout.
 #include <benchmark/benchmark.h>
 
-#include "models/collective.hpp"
-#include "models/flops.hpp"
-#include "models/hardware.hpp"
-#include "models/model_reader.hpp"
+#include "models/costs/collective.hpp"
+#include "models/costs/flops.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/spec/model_reader.hpp"
 
 namespace {
 

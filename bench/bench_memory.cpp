@@ -2,8 +2,8 @@
 // profiles) and the analytic memory plan the planner will evaluate per candidate layout.
 #include <benchmark/benchmark.h>
 
-#include "models/catalogue.hpp"
-#include "models/memory.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/memory/memory.hpp"
 
 namespace {
 

@@ -3,8 +3,8 @@
 // best 100 — target ≤ 60 s on 2 cores. Reports layouts per second.
 #include <benchmark/benchmark.h>
 
-#include "models/catalogue.hpp"
-#include "models/planner.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/plan/planner.hpp"
 
 namespace {
 

@@ -4,9 +4,9 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include "models/catalogue.hpp"
-#include "models/step_builder.hpp"
-#include "models/step_estimate.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/step/step_builder.hpp"
+#include "models/step/step_estimate.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "models/catalogue.hpp"
+#include "models/input/catalogue.hpp"
 #include "validate/calibrate.hpp"
 #include "validate/device_profile.hpp"
 

@@ -3,8 +3,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "models/catalogue.hpp"
-#include "models/collective.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/costs/collective.hpp"
 
 namespace plumb::cli {
 namespace {

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "models/diagnostics.hpp"
+#include "models/input/diagnostics.hpp"
 #include "validate/compare.hpp"
 
 namespace plumb::cli {

@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "models/memory.hpp"
-#include "models/memory_report.hpp"
+#include "models/memory/memory.hpp"
+#include "cli/report/memory_report.hpp"
 
 namespace plumb::cli {
 namespace {

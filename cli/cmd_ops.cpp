@@ -1,7 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "models/ops_report.hpp"
+#include "cli/report/ops_report.hpp"
 
 namespace plumb::cli {
 namespace {

@@ -6,7 +6,7 @@
 #ifdef PLUMB_HAVE_MPI
 #include "cli/mpi_plan.hpp"
 #endif
-#include "models/plan_report.hpp"
+#include "cli/report/plan_report.hpp"
 
 namespace plumb::cli {
 namespace {

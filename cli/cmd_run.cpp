@@ -2,8 +2,8 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
-#include "models/schedule_report.hpp"
-#include "models/step_report.hpp"
+#include "cli/report/schedule_report.hpp"
+#include "cli/report/step_report.hpp"
 #include "sim/outputs.hpp"
 
 namespace plumb::cli {

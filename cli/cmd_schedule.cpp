@@ -5,8 +5,9 @@
 #include <optional>
 
 #include "cli/commands.hpp"
-#include "models/schedule_report.hpp"
-#include "models/zero_bubble.hpp"
+#include "cli/report/schedule_report.hpp"
+#include "models/schedules/registry.hpp"
+#include "models/schedules/zero_bubble.hpp"
 #include "sim/outputs.hpp"
 #include "validate/pipeline_numerics.hpp"
 
@@ -50,16 +51,11 @@ int run_schedule_command(const Args& args) {
   std::string name = args.value("--schedule", "1f1b");
   PipelineSchedule s;
   if (name == "zb-auto") {
-    ZeroBubbleSettings z;
-    z.f = costs.f;
-    z.b = costs.b - costs.w;
-    z.w = costs.w;
-    z.comm = costs.p2p;
-    z.memory_limit.assign(static_cast<std::size_t>(pp), args.integer("--memory-limit", pp, 1, 1'000'000));
-    s = automatic_zero_bubble(ScheduleKind::zb_h1, pp, m, z);
+    const std::int64_t limit = args.integer("--memory-limit", pp, 1, 1'000'000);
+    s = automatic_zero_bubble(ScheduleKind::zb_h1, pp, m, {costs.times(), std::vector<std::int64_t>(static_cast<std::size_t>(pp), limit)});
   } else {
     ScheduleKind kind = choose("--schedule", name, schedule_names());
-    s = make_schedule(kind, pp, m, vp == 0 ? (kind == ScheduleKind::interleaved ? 2 : 1) : vp);
+    s = schedule_for(kind, {pp, m, vp == 0 ? (schedule_family(kind).interleaves ? 2 : 1) : vp});
   }
   ScheduleRun run = run_schedule(s, costs);
   std::optional<NumericCheck> verified;

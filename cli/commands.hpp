@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/args.hpp"
+#include "cli/args/args.hpp"
 
 namespace plumb::cli {
 

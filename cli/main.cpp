@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "models/diagnostics.hpp"
+#include "models/input/diagnostics.hpp"
 
 #ifndef PLUMB_VERSION
 #define PLUMB_VERSION "unknown"

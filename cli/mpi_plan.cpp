@@ -6,7 +6,7 @@
 #include <iostream>
 
 #include "cli/mpi_plan.hpp"
-#include "models/plan_report.hpp"
+#include "cli/report/plan_report.hpp"
 
 namespace plumb::cli {
 

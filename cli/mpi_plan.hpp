@@ -2,7 +2,7 @@
 // plumb plan --mpi (built when MPI is found): the search split over MPI ranks, merged on rank 0.
 #include <optional>
 
-#include "models/planner.hpp"
+#include "models/plan/planner.hpp"
 
 namespace plumb::cli {
 

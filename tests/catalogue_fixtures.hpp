@@ -4,9 +4,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/catalogue.hpp"
-#include "models/hardware.hpp"
-#include "models/model_reader.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/spec/model_reader.hpp"
 
 namespace plumb::test {
 

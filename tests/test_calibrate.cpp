@@ -7,10 +7,10 @@
 #include <sstream>
 
 #include "catalogue_fixtures.hpp"
-#include "models/catalogue.hpp"
-#include "models/collective.hpp"
-#include "models/flops.hpp"
-#include "models/op_cost.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/costs/collective.hpp"
+#include "models/costs/flops.hpp"
+#include "models/costs/op_cost.hpp"
 #include "validate/bench_plan.hpp"
 #include "validate/calibrate.hpp"
 #include "validate/nccl_tests_log.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "catalogue_fixtures.hpp"
-#include "models/collective.hpp"
+#include "models/costs/collective.hpp"
 #include "sim/engine.hpp"
 
 using namespace plumb;

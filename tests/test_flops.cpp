@@ -4,13 +4,13 @@
 #include <doctest/doctest.h>
 
 #include "catalogue_fixtures.hpp"
-#include "models/catalogue.hpp"
-#include "models/flops.hpp"
-#include "models/op_cost.hpp"
-#include "models/job.hpp"
-#include "models/model_reader.hpp"
-#include "models/ops_report.hpp"
-#include "models/param_count.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/costs/flops.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/scenario/job.hpp"
+#include "models/spec/model_reader.hpp"
+#include "cli/report/ops_report.hpp"
+#include "models/spec/param_count.hpp"
 
 using namespace plumb;
 

@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include "catalogue_fixtures.hpp"
-#include "models/catalogue.hpp"
-#include "models/hardware.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/hardware/hardware.hpp"
 
 using namespace plumb;
 

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "models/json_reader.hpp"
+#include "models/input/json_reader.hpp"
 
 using namespace plumb;
 

@@ -3,10 +3,10 @@
 #include <numeric>
 #include <set>
 
-#include "models/catalogue.hpp"
-#include "models/job.hpp"
-#include "models/memory.hpp"
-#include "models/placement.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/scenario/job.hpp"
+#include "models/memory/memory.hpp"
+#include "models/parallel/placement.hpp"
 
 using namespace plumb;
 

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <doctest/doctest.h>
 
-#include "models/activations.hpp"
-#include "models/catalogue.hpp"
-#include "models/memory.hpp"
-#include "models/memory_report.hpp"
-#include "models/model_reader.hpp"
+#include "models/memory/activations.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/memory/memory.hpp"
+#include "cli/report/memory_report.hpp"
+#include "models/spec/model_reader.hpp"
 
 using namespace plumb;
 

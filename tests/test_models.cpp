@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "catalogue_fixtures.hpp"
-#include "models/catalogue.hpp"
-#include "models/model_reader.hpp"
-#include "models/param_count.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/spec/model_reader.hpp"
+#include "models/spec/param_count.hpp"
 
 using namespace plumb;
 

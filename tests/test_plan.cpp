@@ -3,8 +3,8 @@
 #include <doctest/doctest.h>
 #include <algorithm>
 
-#include "models/catalogue.hpp"
-#include "models/plan_report.hpp"
+#include "models/input/catalogue.hpp"
+#include "cli/report/plan_report.hpp"
 
 using namespace plumb;
 

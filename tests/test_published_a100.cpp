@@ -6,8 +6,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "models/catalogue.hpp"
-#include "models/step_estimate.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/step/step_estimate.hpp"
 
 using namespace plumb;
 

@@ -8,9 +8,9 @@
 #include <doctest/doctest.h>
 #include <cmath>
 
-#include "models/catalogue.hpp"
-#include "models/flops.hpp"
-#include "models/step_report.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/costs/flops.hpp"
+#include "cli/report/step_report.hpp"
 
 using namespace plumb;
 

@@ -4,10 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/catalogue.hpp"
-#include "models/memory.hpp"
-#include "models/memory_report.hpp"
-#include "models/param_count.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/memory/memory.hpp"
+#include "cli/report/memory_report.hpp"
+#include "models/spec/param_count.hpp"
 
 using namespace plumb;
 namespace fs = std::filesystem;

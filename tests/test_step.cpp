@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fmt/format.h>
 
-#include "models/catalogue.hpp"
-#include "models/flops.hpp"
-#include "models/memory.hpp"
-#include "models/schedule_report.hpp"
-#include "models/step_report.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/costs/flops.hpp"
+#include "models/memory/memory.hpp"
+#include "cli/report/schedule_report.hpp"
+#include "cli/report/step_report.hpp"
 
 using namespace plumb;
 namespace fs = std::filesystem;

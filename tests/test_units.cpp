@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "models/units.hpp"
+#include "models/input/units.hpp"
 
 using namespace plumb;
 

@@ -7,14 +7,14 @@
 #include <fstream>
 #include <tuple>
 
-#include "models/catalogue.hpp"
-#include "models/diagnostics.hpp"
-#include "models/flops.hpp"
-#include "models/memory.hpp"
-#include "models/op_cost.hpp"
-#include "models/step_costs.hpp"
-#include "models/schedule_report.hpp"
-#include "models/step_builder.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/input/diagnostics.hpp"
+#include "models/costs/flops.hpp"
+#include "models/memory/memory.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/costs/step_costs.hpp"
+#include "cli/report/schedule_report.hpp"
+#include "models/step/step_builder.hpp"
 #include "validate/compare.hpp"
 #include "validate/device_profile.hpp"
 #include "validate/measured_run.hpp"

@@ -6,9 +6,9 @@
 #include <set>
 #include <tuple>
 
-#include "models/flops.hpp"
-#include "models/memory.hpp"
-#include "models/op_cost.hpp"
+#include "models/costs/flops.hpp"
+#include "models/memory/memory.hpp"
+#include "models/costs/op_cost.hpp"
 
 namespace plumb {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "kernels/attention_call.hpp"
-#include "models/job.hpp"
-#include "models/json_reader.hpp"
+#include "models/scenario/job.hpp"
+#include "models/input/json_reader.hpp"
 #include "validate/calibrate.hpp"
 
 namespace plumb {

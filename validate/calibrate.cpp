@@ -6,9 +6,9 @@
 #include <optional>
 #include <set>
 
-#include "models/collective.hpp"
-#include "models/diagnostics.hpp"
-#include "models/flops.hpp"
+#include "models/costs/collective.hpp"
+#include "models/input/diagnostics.hpp"
+#include "models/costs/flops.hpp"
 
 namespace plumb {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "models/hardware.hpp"
-#include "models/json_reader.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/input/json_reader.hpp"
 #include "validate/fit.hpp"
 #include "validate/nccl_tests_log.hpp"
 

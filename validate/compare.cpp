@@ -5,12 +5,11 @@
 #include <fmt/format.h>
 #include <map>
 
-#include "models/catalogue.hpp"
-#include "models/diagnostics.hpp"
-#include "models/op_cost.hpp"
-#include "models/schedule_report.hpp"
-#include "models/step_builder.hpp"
-#include "models/step_costs.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/input/diagnostics.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/step/step_builder.hpp"
+#include "models/costs/step_costs.hpp"
 #include "validate/device_profile.hpp"
 
 namespace plumb {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "models/hardware.hpp"
-#include "models/json_reader.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/input/json_reader.hpp"
 #include "validate/measured_run.hpp"
 
 namespace plumb {

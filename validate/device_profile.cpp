@@ -1,7 +1,7 @@
 #include "validate/device_profile.hpp"
 
-#include "models/catalogue.hpp"
-#include "models/diagnostics.hpp"
+#include "models/input/catalogue.hpp"
+#include "models/input/diagnostics.hpp"
 
 namespace plumb {
 

@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "models/hardware.hpp"
+#include "models/hardware/hardware.hpp"
 
 namespace plumb {
 

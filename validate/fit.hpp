@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/hardware.hpp"
+#include "models/hardware/hardware.hpp"
 
 namespace plumb {
 

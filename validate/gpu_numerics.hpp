@@ -11,7 +11,7 @@
 // rounding of those sums.
 #include <cstdint>
 
-#include "models/pipeline.hpp"
+#include "models/schedules/pipeline.hpp"
 #include "validate/pipeline_numerics.hpp"
 
 namespace plumb {

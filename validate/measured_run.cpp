@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "models/diagnostics.hpp"
+#include "models/input/diagnostics.hpp"
 #include "validate/fit.hpp"
 
 namespace plumb {

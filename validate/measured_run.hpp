@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "models/json_reader.hpp"
+#include "models/input/json_reader.hpp"
 #include "validate/virtual_run.hpp"
 
 namespace plumb {

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "models/diagnostics.hpp"
+#include "models/input/diagnostics.hpp"
 
 namespace plumb {
 namespace {

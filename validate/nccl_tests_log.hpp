@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "models/collective.hpp"
+#include "models/costs/collective.hpp"
 
 namespace plumb {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "models/pipeline.hpp"
+#include "models/schedules/pipeline.hpp"
 
 namespace plumb {
 

@@ -6,12 +6,12 @@
 #include <map>
 #include <tuple>
 
-#include "models/diagnostics.hpp"
-#include "models/flops.hpp"
-#include "models/memory.hpp"
-#include "models/op_cost.hpp"
-#include "models/placement.hpp"
-#include "models/step_costs.hpp"
+#include "models/input/diagnostics.hpp"
+#include "models/costs/flops.hpp"
+#include "models/memory/memory.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/parallel/placement.hpp"
+#include "models/costs/step_costs.hpp"
 
 namespace plumb {
 namespace {
@@ -258,7 +258,10 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   run.job = virtual_stage_job(full, options);
   const Job& job = run.job;
   const ParallelLayout& p = job.layout;
-  run.schedule = make_schedule(p.schedule, p.pp, job.microbatches(), p.vp);
+  // The schedule the simulated step runs for this job (ordered for its own op times), so that the
+  // measured run and plumb's prediction of it execute the same op order.
+  const StepCosts costs = step_costs(job);
+  run.schedule = step_schedule(p, job.microbatches(), costs);
   const OpContext ctx = op_context(job);
   KernelMapper mapper{job};
 
@@ -295,7 +298,6 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   }
 
   // The optimizer's bytes: plumb costs the update as a memory-bound pass at the streaming bandwidth.
-  const StepCosts costs = step_costs(job);
   const double stream_rate = job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency;
   run.optimizer_bytes.assign(static_cast<std::size_t>(p.pp), 0.0);
   for (std::int64_t r = 0; r < p.pp; ++r)

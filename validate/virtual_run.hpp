@@ -9,10 +9,10 @@
 
 #include "kernels/attention_call.hpp"
 #include "kernels/gemm_call.hpp"
-#include "models/flops.hpp"
-#include "models/job.hpp"
-#include "models/json_reader.hpp"
-#include "models/pipeline.hpp"
+#include "models/costs/flops.hpp"
+#include "models/scenario/job.hpp"
+#include "models/input/json_reader.hpp"
+#include "models/schedules/pipeline.hpp"
 
 namespace plumb {
 

@@ -1,0 +1,137 @@
+#include "cli/report/step_report.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "models/input/units.hpp"
+
+namespace plumb {
+
+namespace {
+
+std::string_view kind_symbol(std::size_t k) { return op_kind_symbol(static_cast<OpKind>(k)); }
+
+Json phases_json(const RankPhases& p) {
+  Json ops = Json::object();
+  for (std::size_t k = 0; k < RankPhases::kKinds; ++k)
+    if (p.count[k] > 0) ops[std::string(kind_symbol(k))] = {{"count", p.count[k]}, {"seconds", p.seconds[k]}};
+  return {{"ops", ops}, {"before_first_op_s", p.before}, {"waiting_s", p.waiting}, {"after_last_op_s", p.after}};
+}
+
+// The step by what each rank's schedule ran: one column per op kind the schedule has.
+std::string phases_table(const std::vector<RankPhases>& phases) {
+  std::array<bool, RankPhases::kKinds> used{};
+  for (const RankPhases& p : phases)
+    for (std::size_t k = 0; k < RankPhases::kKinds; ++k) used[k] = used[k] || p.count[k] > 0;
+  std::string out = "\ntime by what each rank ran (s, ops counted with their communication; × how many)\n";
+  out += fmt::format("{:>8} {:>9}", "pp rank", "start");
+  for (std::size_t k = 0; k < RankPhases::kKinds; ++k)
+    if (used[k]) out += fmt::format(" {:>15}", kind_symbol(k) == "FB" ? "F&B" : kind_symbol(k));
+  out += fmt::format(" {:>9} {:>9}\n", "waiting", "after");
+  for (std::size_t i = 0; i < phases.size(); ++i) {
+    const RankPhases& p = phases[i];
+    out += fmt::format("{:>8} {:>9.3f}", i, p.before);
+    for (std::size_t k = 0; k < RankPhases::kKinds; ++k)
+      if (used[k]) out += fmt::format(" {:>9.3f} ×{:<4}", p.seconds[k], p.count[k]);
+    out += fmt::format(" {:>9.3f} {:>9.3f}\n", p.waiting, p.after);
+  }
+  return out + "  (F forward, B full backward, b input gradient, W weight gradient, F&B a forward and a backward overlapped;\n"
+               "   start: before the first op; after: from the last op to the step's end — gradient reduction, optimizer)\n";
+}
+
+}  // namespace
+
+Json step_report_json(const Job& job, const StepReport& r) {
+  Json exposed = Json::object();
+  for (std::size_t i = 0; i < kCommKinds; ++i) exposed[std::string(comm_kind_name(static_cast<CommKind>(i)))] = r.exposed[i];
+  Json stages = Json::array();
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankStep& k = r.ranks[i];
+    Json e = Json::object();
+    for (std::size_t j = 0; j < kCommKinds; ++j) e[std::string(comm_kind_name(static_cast<CommKind>(j)))] = k.exposed[j];
+    stages.push_back({{"pp_rank", i}, {"compute_s", k.compute}, {"idle_s", k.idle}, {"bubble_fraction", k.bubble_fraction},
+                      {"exposed_comm_s", e}, {"peak_bytes", k.peak_bytes}, {"peak_inflight_microbatches", k.peak_inflight},
+                      {"phases", phases_json(r.phases[i])}});
+  }
+  return {{"scenario", job.name},
+          {"gpus", job.layout.gpus()},
+          {"schedule", std::string(schedule_name(job.layout.schedule))},
+          {"microbatches", job.microbatches()},
+          {"step_time_s", r.step_time},
+          {"estimate_step_time_s", r.estimate},
+          {"tokens_per_s", r.rates.tokens_per_s},
+          {"tokens_per_s_per_gpu", r.rates.tokens_per_s_per_gpu},
+          {"model_tflops_per_gpu", r.rates.model_tflops_per_gpu},
+          {"mfu", r.rates.mfu},
+          {"hfu", r.rates.hfu},
+          {"bubble_fraction", r.bubble_fraction},
+          {"exposed_comm_s", exposed},
+          {"moe_imbalance", r.moe_imbalance},
+          {"stages", stages},
+          {"memory", {{"peak_bytes", r.peak_bytes}, {"capacity_bytes", r.capacity_bytes}, {"fits", r.fits}}},
+          {"training",
+           {{"tokens", r.training.tokens}, {"steps", r.training.steps}, {"days", r.training.days},
+            {"gpu_hours", r.training.gpu_hours}, {"cost_usd", r.training.cost_usd}, {"goodput", r.training.resilience.goodput},
+            {"checkpoint_bytes", r.training.resilience.checkpoint_bytes},
+            {"checkpoint_s", r.training.resilience.checkpoint_seconds},
+            {"checkpoint_interval_s", r.training.resilience.interval_seconds},
+            {"job_mtbf_s", r.training.resilience.job_mtbf_seconds},
+            {"days_with_failures", r.training.days_with_failures},
+            {"gpu_hours_with_failures", r.training.gpu_hours_with_failures},
+            {"cost_usd_with_failures", r.training.cost_usd_with_failures}}},
+          {"critical_path", r.critical_path}};
+}
+
+std::string step_report_table(const Job& job, const StepReport& r) {
+  const ParallelLayout& p = job.layout;
+  std::string out = fmt::format(
+      "{}\n{} × {} · TP{} PP{} DP{} EP{} CP{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
+      job.cluster.gpu.name, p.tp, p.pp, p.dp, p.ep, p.cp, schedule_name(p.schedule), p.zero, job.microbatches(), p.micro_batch);
+  out += fmt::format("step time          {:.3f} s   (analytic estimate {:.3f} s, {:+.1f}%)\n", r.step_time, r.estimate,
+                     100 * (r.estimate / r.step_time - 1));
+  out += fmt::format("tokens/s           {:.4g} total, {:.1f} per GPU\n", r.rates.tokens_per_s, r.rates.tokens_per_s_per_gpu);
+  out += fmt::format("model TFLOP/s/GPU  {:.1f}   MFU {:.1f}%   HFU {:.1f}%   (of the bf16 dense peak)\n", r.rates.model_tflops_per_gpu,
+                     100 * r.rates.mfu, 100 * r.rates.hfu);
+  out += fmt::format("pipeline bubble    {:.1f}% of the step (mean over stages)\n", 100 * r.bubble_fraction);
+  out += "exposed comm       ";
+  for (std::size_t i = 0; i < kCommKinds; ++i)
+    out += fmt::format("{} {:.1f} ms  ", comm_kind_name(static_cast<CommKind>(i)), r.exposed[i] * 1e3);
+  out += "(per step, mean over stages)\n";
+  if (job.model.moe) out += fmt::format("MoE load           busiest EP rank at {:.3f}× the mean\n", r.moe_imbalance);
+  out += fmt::format("memory             peak {} of {} — {}\n\n", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes),
+                     r.fits ? "fits" : "DOES NOT FIT");
+  out += fmt::format("{:>8} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}\n", "pp rank", "compute s", "bubble", "tp ms",
+                     "ep ms", "pp ms", "dp ms", "cp ms", "peak GiB", "in flight");
+  for (std::size_t i = 0; i < r.ranks.size(); ++i) {
+    const RankStep& k = r.ranks[i];
+    out += fmt::format("{:>8} {:>10.3f} {:>8.1f}% {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>10.1f} {:>9}\n", i, k.compute,
+                       100 * k.bubble_fraction, k.exposed[0] * 1e3, k.exposed[1] * 1e3, k.exposed[2] * 1e3, k.exposed[3] * 1e3,
+                       k.exposed[4] * 1e3, k.peak_bytes / 1073741824.0, k.peak_inflight);
+  }
+  out += phases_table(r.phases);
+  out += "\ncritical path\n";
+  const auto& cp = r.critical_path;
+  const std::size_t keep = 4;
+  for (std::size_t i = 0; i < cp.size(); ++i) {
+    if (cp.size() > 2 * keep + 1 && i == keep) {
+      out += fmt::format("  … {} more runs …\n", cp.size() - 2 * keep);
+      i = cp.size() - keep - 1;
+      continue;
+    }
+    out += "  " + cp[i] + "\n";
+  }
+  const TrainingTotals& t = r.training;
+  if (t.tokens > 0) {
+    out += fmt::format("\ntraining {:.4g} tokens: {:.0f} steps, {:.1f} days, {:.4g} GPU-hours ({:.1f}K per trillion tokens), ${:.4g}\n",
+                       t.tokens, t.steps, t.days, t.gpu_hours, t.gpu_hours / (t.tokens / 1e12) / 1e3, t.cost_usd);
+    const Resilience& f = t.resilience;
+    if (f.job_mtbf_seconds > 0)
+      out += fmt::format("with failures: a failure every {:.1f} h; checkpoint of {} in {:.1f} s every {:.1f} min (Young); goodput "
+                         "{:.1f}% → {:.1f} days, {:.4g} GPU-hours, ${:.4g}\n",
+                         f.job_mtbf_seconds / 3600, format_bytes(f.checkpoint_bytes), f.checkpoint_seconds, f.interval_seconds / 60,
+                         100 * f.goodput, t.days_with_failures, t.gpu_hours_with_failures, t.cost_usd_with_failures);
+  }
+  return out;
+}
+
+}  // namespace plumb

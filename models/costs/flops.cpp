@@ -1,0 +1,293 @@
+#include "models/costs/flops.hpp"
+
+#include <algorithm>
+
+namespace plumb {
+namespace {
+
+// A GEMM over `rows` tokens from `in` to `out` features: 2·rows·in·out FLOPs per pass. Bytes: read the
+// input and the weight, write the output (the input gradient reads the output gradient and weight,
+// the weight gradient reads both activations).
+LayerOp gemm(std::string name, double rows, double in, double out, double e) {
+  double f = 2 * rows * in * out;
+  double traffic = (rows * in + in * out + rows * out) * e;
+  LayerOp op{std::move(name), OpClass::gemm, {f, f, f}, {traffic, traffic, traffic}};
+  op.rows = rows;
+  op.in = in;
+  op.out = out;
+  return op;
+}
+
+// An elementwise op reading `read` and writing `write` elements per token, in 16-bit (fp8 training
+// keeps elementwise work in bf16); no weight gradient. Its backward reads what the forward read (the
+// saved inputs) and the output gradient, and writes the input gradient: read + write in, read out —
+// unless `backward` gives its traffic in elements per token.
+constexpr double kElementwiseBytes = 2.0;
+LayerOp elementwise(std::string name, double rows, double read, double write, double e = kElementwiseBytes,
+                    double backward = -1) {
+  double forward = rows * (read + write) * e;
+  double back = rows * (backward >= 0 ? backward : 2 * read + write) * e;
+  return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {forward, back, 0}};
+}
+
+// The residual connection after each block: read the block output and the residual stream, write
+// the sum; with bias and dropout (GPT, Megatron-LM's fused bias-dropout-add) also the bias and a
+// one-byte mask (half a 16-bit element).
+LayerOp residual(const ModelSpec& m, double rows, double h) {
+  // Backward: the sum passes its gradient through unchanged (no traffic of its own); dropout's reads
+  // the gradient and the one-byte mask and writes its input gradient.
+  if (m.dropout) return elementwise("bias+dropout+residual add", rows, 2 * h, 1.5 * h, kElementwiseBytes, 2.5 * h);
+  return elementwise("residual add", rows, 2 * h, h, kElementwiseBytes, 0);
+}
+
+// Under fp8 every fp8 GEMM gets a memory-bound quantization op before it. DeepSeek-V3 §3.5.2
+// describes the kernels: "read 128 BF16 activation values ... from HBM for quantization, and the
+// quantized FP8 values are then written back to HBM" (2 + 1 bytes an element: the forward's input, the
+// input gradient's output gradient), and for the weight gradient the 1×128-tile fp8 copies are "read
+// out, dequantized, transposed, re-quantized into 128x1 tiles, and stored" (1 + 1 bytes an element,
+// input and output gradient). The per-128 scales (4 bytes per 128 elements) are left out. A
+// communication point before the GEMM moves to its quantization, which comes first.
+void add_fp8_quantization(std::vector<LayerOp>& ops) {
+  std::vector<LayerOp> out;
+  out.reserve(2 * ops.size());
+  for (LayerOp& op : ops) {
+    if (op.cls == OpClass::gemm && !op.high_precision) {
+      bool expert = expert_op(op);
+      std::string gemm = expert ? op.name.substr(kExpertPrefix.size()) : op.name;
+      double in = op.rows * op.in, grad = op.rows * op.out;
+      double forward = op.shares_input ? 0.0 : (op.quantize_rows < 0 ? op.rows : op.quantize_rows) * op.in * 3;
+      LayerOp q{(expert ? std::string(kExpertPrefix) : std::string()) + "fp8 quantize (" + gemm + " input)",
+                OpClass::memory, {0, 0, 0}, {forward, grad * 3, (op.shares_input ? 0.0 : in) * 2 + grad * 2}};
+      q.before = op.before;
+      op.before = CommPoint::none;
+      out.push_back(std::move(q));
+    }
+    out.push_back(std::move(op));
+  }
+  ops = std::move(out);
+}
+
+// Without fused accumulation each GEMM's weight gradient is added to the accumulated gradients by an
+// elementwise kernel after it: it reads the new gradient and reads and writes the accumulator,
+// `bytes` per weight (a grouped expert GEMM has one weight matrix per expert). It runs in the weight-
+// gradient pass, once per micro-batch, whatever the load on the experts.
+void add_grad_accumulation(std::vector<LayerOp>& ops, double bytes) {
+  std::vector<LayerOp> out;
+  out.reserve(2 * ops.size());
+  for (LayerOp& op : ops) {
+    const bool weighted = op.cls == OpClass::gemm;
+    const double weights = op.in * op.out * op.groups;
+    std::string name = "weight-gradient accumulation (" + op.name + ")";
+    out.push_back(std::move(op));
+    if (weighted) out.push_back({std::move(name), OpClass::memory, {0, 0, 0}, {0, 0, weights * bytes}});
+  }
+  ops = std::move(out);
+}
+
+// Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels and the
+// separate gradient accumulation.
+void add_kernels_around_gemms(std::vector<LayerOp>& ops, const OpContext& c) {
+  if (c.fp8_quantization) add_fp8_quantization(ops);
+  if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
+}
+
+// `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
+void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
+             const std::string& prefix, CommPoint tp_region) {
+  double h = static_cast<double>(m.hidden);
+  if (kind == MlpKind::swiglu) {
+    ops.push_back(gemm(prefix + "gate+up projection", rows, h, 2 * f / shard, e));
+    ops.push_back(elementwise(prefix + "SwiGLU", rows, 2 * f / shard, f / shard));
+  } else {
+    ops.push_back(gemm(prefix + "up projection", rows, h, f / shard, e));
+    ops.push_back(elementwise(prefix + "GeLU", rows, f / shard, f / shard));
+  }
+  ops[ops.size() - 2].before = tp_region;
+  ops.push_back(gemm(prefix + "down projection", rows, f / shard, h, e));
+  ops.back().after = tp_region == CommPoint::none ? CommPoint::none : CommPoint::tp_exit;
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
+  const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
+  const AttentionSpec& a = m.attention;
+  const double heads = static_cast<double>(a.heads) / tp;
+  const CommPoint tp_region = c.tp > 1 ? CommPoint::tp_enter : CommPoint::none;
+  std::vector<LayerOp> ops;
+  ops.push_back(elementwise("attention norm", T / sp, h, h));
+  const std::size_t first_projection = ops.size();
+  if (a.kind == AttentionKind::mla) {
+    double q_lora = static_cast<double>(a.q_lora_rank), kv_lora = static_cast<double>(a.kv_lora_rank);
+    double qk = static_cast<double>(a.qk_head_dim()), nope = static_cast<double>(a.qk_nope_head_dim);
+    if (a.q_lora_rank > 0) {
+      ops.push_back(gemm("q down-projection", T, h, q_lora, e));
+      ops.push_back(gemm("q up-projection", T, q_lora, heads * qk, e));
+    } else {
+      ops.push_back(gemm("q projection", T, h, heads * qk, e));
+    }
+    ops.push_back(gemm("kv down-projection", T, h, kv_lora + static_cast<double>(a.qk_rope_head_dim), e));
+    ops.back().shares_input = a.q_lora_rank > 0;  // the normed hidden states the q down-projection read
+    ops.push_back(gemm("kv up-projection", T, kv_lora, heads * (nope + static_cast<double>(a.v_head_dim)), e));
+  } else {
+    double q = heads * static_cast<double>(a.head_dim), kv = static_cast<double>(a.kv_heads) / tp * static_cast<double>(a.head_dim);
+    ops.push_back(gemm("qkv projection", T, h, q + 2 * kv, e));
+  }
+  // Scores and the weighted sum: 2·T·seq·heads·(d_qk + d_v) forward; the input gradient does twice
+  // that (Qi et al. Table 1: 4s vs 8s per sbh), the scores have no weights.
+  ops[first_projection].before = tp_region;
+  const FlashAttentionFlops f = flash_attention_flops(T * heads, c.seq, static_cast<double>(a.qk_head_dim()),
+                                                      static_cast<double>(a.out_head_dim()), c.causal_discount && !c.unfused_attention);
+  double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
+  ops.push_back({"core attention", OpClass::attention, {f.forward, f.backward, 0}, {io, 2 * io, 0}});
+  if (!c.unfused_attention) ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
+  // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
+  // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
+  // and read the dropout output back (one element each). Backward: the GEMMs write the output
+  // gradient and read the scores' gradient back; dropout reads the gradient and mask, writes its
+  // input gradient; softmax reads that and the probabilities, writes the scores' gradient: 8.5.
+  if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 3, 3.5, kElementwiseBytes, 8.5));
+  ops.push_back(gemm("out projection", T, heads * static_cast<double>(a.out_head_dim()), h, e));
+  if (c.tp > 1) ops.back().after = CommPoint::tp_exit;
+  ops.push_back(residual(m, T / sp, h));
+  ops.push_back(elementwise("MLP norm", T / sp, h, h));
+  if (!m.is_moe_layer(layer)) {
+    add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "", tp_region);
+    ops.push_back(residual(m, T / sp, h));
+    return ops;
+  }
+  const MoeSpec& moe = *m.moe;
+  double k = static_cast<double>(moe.top_k);
+  ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), kElementwiseBytes));
+  ops.back().high_precision = true;
+  ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h, kElementwiseBytes, 2 * h));  // a gather back
+  if (c.ep > 1) ops.back().after = CommPoint::ep_dispatch;
+  // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
+  add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
+          std::string(kExpertPrefix), CommPoint::none);
+  ops[ops.size() - 3].quantize_rows = T / sp;  // DeepSeek-V3 §3.3.3: quantized to fp8, then dispatched
+  const double local_experts = std::max(1.0, static_cast<double>(moe.experts) / static_cast<double>(c.ep));
+  ops[ops.size() - 3].groups = ops.back().groups = local_experts;
+  if (c.ep > 1) ops.back().after = CommPoint::ep_combine;
+  if (moe.shared_experts > 0)
+    add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
+            "shared expert: ", tp_region);
+  ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h, kElementwiseBytes, 2 * h));
+  ops.push_back(residual(m, T / sp, h));
+  return ops;
+}
+
+}  // namespace
+
+FlashAttentionFlops flash_attention_flops(double query_rows, double keys, double d_qk, double d_v, bool causal) {
+  FlashAttentionFlops f;
+  f.forward = 2 * query_rows * keys * (d_qk + d_v) * (causal ? 0.5 : 1.0);
+  f.backward = 2 * f.forward;
+  f.backward_recompute = f.forward * d_qk / (d_qk + d_v);
+  return f;
+}
+
+std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
+  std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);
+  add_kernels_around_gemms(ops, c);
+  return ops;
+}
+
+std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden);
+  const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
+  const double vocab = static_cast<double>(m.vocab) / tp;
+  std::vector<LayerOp> ops{elementwise("final norm", c.tokens / sp, h, h), gemm("LM head", c.tokens, h, vocab, kElementwiseBytes),
+                           elementwise("cross-entropy (fp32 logits)", c.tokens, vocab, vocab, 4.0, 2 * vocab)};  // softmax − one-hot
+  ops[1].high_precision = true;
+  if (c.tp > 1) ops[1].before = CommPoint::tp_enter;
+  add_kernels_around_gemms(ops, c);  // the head stays in 16-bit: no fp8 quantization
+  return ops;
+}
+
+std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden), tp = static_cast<double>(c.tp);
+  const double sp = c.sequence_parallel ? tp : 1.0;
+  std::vector<LayerOp> ops{elementwise("MTP norms", c.tokens / sp, 2 * h, 2 * h), gemm("MTP projection", c.tokens, 2 * h, h / tp, c.element_bytes)};
+  add_kernels_around_gemms(ops, c);
+  for (LayerOp& op : head_ops(m, c)) {
+    op.name = "MTP " + op.name;
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+GemmShape gemm_shape(const LayerOp& op, int pass) {
+  const double rows = op.rows / op.groups;
+  switch (pass) {
+    case 0: return {rows, op.out, op.in, op.groups};
+    case 1: return {rows, op.in, op.out, op.groups};
+    default: return {op.in, op.out, rows, op.groups};
+  }
+}
+
+PassFlops sum_flops(const std::vector<LayerOp>& ops) {
+  PassFlops p;
+  for (const LayerOp& o : ops) {
+    if (o.cls == OpClass::memory) continue;  // elementwise work is bytes, not FLOPs, in every convention here
+    p.forward += o.flops[0];
+    p.input_grad += o.flops[1];
+    p.weight_grad += o.flops[2];
+  }
+  return p;
+}
+
+namespace {
+
+PassFlops per_token(const ModelSpec& m, double seq, bool causal, double& score_forward, double* recomputed = nullptr) {
+  OpContext c;
+  c.tokens = 1;
+  c.seq = seq;
+  c.causal_discount = causal;
+  PassFlops total;
+  score_forward = 0;
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    std::vector<LayerOp> ops = layer_ops(m, l, c);
+    PassFlops p = sum_flops(ops);
+    total.forward += p.forward;
+    total.input_grad += p.input_grad;
+    total.weight_grad += p.weight_grad;
+    for (const LayerOp& o : ops) {
+      if (o.cls == OpClass::attention) score_forward += o.flops[0];
+      if (recomputed) *recomputed += o.backward_recompute_flops;
+    }
+  }
+  PassFlops head = sum_flops(head_ops(m, c));
+  total.forward += head.forward;
+  total.input_grad += head.input_grad;
+  total.weight_grad += head.weight_grad;
+  return total;
+}
+
+}  // namespace
+
+double model_flops_per_token(const ModelSpec& m, double seq) {
+  double scores = 0;
+  return per_token(m, seq, false, scores).total();
+}
+
+double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal) {
+  double scores = 0, flash_recompute = 0;
+  PassFlops p = per_token(m, seq, causal, scores, &flash_recompute);
+  OpContext c;
+  c.seq = seq;
+  c.causal_discount = causal;
+  double head_forward = sum_flops(head_ops(m, c)).forward;
+  double extra = recompute == RecomputeKind::full ? p.forward - head_forward
+                 : recompute == RecomputeKind::selective ? scores
+                                                          : 0.0;
+  const std::vector<LayerOp> mtp_layer = layer_ops(m, m.layers - 1, c);
+  for (const LayerOp& o : mtp_layer) flash_recompute += static_cast<double>(m.mtp_depth) * o.backward_recompute_flops;
+  double mtp = static_cast<double>(m.mtp_depth) * (sum_flops(mtp_layer).total() + sum_flops(mtp_extra_ops(m, c)).total());
+  return p.total() + extra + mtp + (causal ? flash_recompute : 0.0);
+}
+
+}  // namespace plumb

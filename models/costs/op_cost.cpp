@@ -1,0 +1,52 @@
+#include "models/costs/op_cost.hpp"
+
+#include <algorithm>
+
+namespace plumb {
+
+OpTime op_time(const LayerOp& op, int pass, const Job& job) {
+  const GpuSpec& gpu = job.cluster.gpu;
+  const auto p = static_cast<std::size_t>(pass);
+  const double memory = op.bytes[p] / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  // Every pass that does work is a kernel launch (unfused attention's several, counted as one).
+  const double overhead = op.flops[p] > 0 || op.bytes[p] > 0 ? gpu.kernel_overhead : 0.0;
+  if (op.cls == OpClass::memory) return {memory + overhead, false};
+  // fp8 runs the GEMMs only, less the output head and the router (DeepSeek-V3 §3.3: attention and
+  // elementwise work stay in bf16).
+  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
+             gpu.peak_dense.count(MathDtype::fp8);
+  const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
+  double peak = gpu.peak_dense.at(dtype);
+  double efficiency = 1.0;
+  if (op.cls == OpClass::gemm) {
+    const GemmShape g = gemm_shape(op, pass);
+    efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2);
+  } else if (job.training.attention_kernel == AttentionKernel::unfused)
+    efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
+  else if (pass == 0)
+    efficiency = gpu.attention_efficiency.value_or(1.0);
+  else  // the backward kernel: its own efficiency where the profile has one
+    efficiency = gpu.attention_backward_efficiency.value_or(gpu.attention_efficiency.value_or(1.0));
+  double compute = op.executed_flops(pass) / (peak * efficiency);
+  return {std::max(compute, memory) + overhead, compute >= memory};
+}
+
+OpContext op_context(const Job& job) {
+  OpContext c;
+  c.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
+  c.seq = static_cast<double>(job.training.seq_len);
+  c.tp = job.layout.tp;
+  c.ep = job.layout.ep;
+  c.etp = job.layout.etp;
+  c.cp = job.layout.cp;
+  c.sequence_parallel = job.layout.sequence_parallel;
+  c.element_bytes = job.training.fp8_gemm_inputs ? 1.0 : 2.0;
+  c.causal_discount = true;  // flash kernels skip the masked half
+  c.unfused_attention = job.training.attention_kernel == AttentionKernel::unfused;
+  c.fp8_quantization = job.training.precision == Precision::fp8 && job.cluster.gpu.peak_dense.count(MathDtype::fp8);
+  // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
+  if (!job.training.fused_grad_accumulation) c.grad_accumulation_bytes = 2.0 + 2.0 * job.training.optimizer.grads;
+  return c;
+}
+
+}  // namespace plumb

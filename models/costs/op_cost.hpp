@@ -1,0 +1,21 @@
+#pragma once
+// Time of one op of a layer on one GPU: a roofline over the GPU profile. GEMMs reach the profile's
+// measured GEMM efficiency for their size; fused attention its attention efficiency; memory-bound
+// ops the HBM bandwidth. Both `plumb ops` and the training step read their times from here.
+#include "models/costs/flops.hpp"
+#include "models/scenario/job.hpp"
+
+namespace plumb {
+
+struct OpTime {
+  double seconds = 0;
+  bool compute_bound = true;
+};
+
+// pass: 0 forward, 1 input gradient, 2 weight gradient.
+OpTime op_time(const LayerOp& op, int pass, const Job& job);
+
+// How the job's layout shards one micro-batch's ops on one GPU.
+OpContext op_context(const Job& job);
+
+}  // namespace plumb

@@ -1,0 +1,463 @@
+#include "models/costs/step_costs.hpp"
+
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+
+#include "models/costs/collective.hpp"
+#include "models/memory/memory.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/parallel/placement.hpp"
+
+namespace plumb {
+
+std::string_view comm_kind_name(CommKind k) {
+  switch (k) {
+    case CommKind::tp: return "tp";
+    case CommKind::ep: return "ep";
+    case CommKind::pp: return "pp";
+    case CommKind::dp: return "dp";
+    case CommKind::cp: return "cp";
+  }
+  return "?";
+}
+
+double Pass::compute() const {
+  double s = 0;
+  for (const Segment& g : segments) s += g.compute;
+  return s;
+}
+
+double Pass::comm(CommKind k) const {
+  double s = k == CommKind::dp ? background : 0.0;
+  for (const Segment& g : segments)
+    if (g.kind == k) s += g.comm;
+  return s;
+}
+
+double Pass::span() const {
+  double s = 0;
+  for (const Segment& g : segments) s += g.span();
+  return std::max(s, background);
+}
+
+double Pass::port_load(const std::array<bool, kCommKinds>& network) const {
+  auto crosses = [&](CommKind k) { return network[static_cast<std::size_t>(k)]; };
+  double s = crosses(CommKind::dp) ? background : 0.0;
+  for (const Segment& g : segments)
+    if (crosses(g.kind)) s += g.comm;
+  return s;
+}
+
+void Pass::add_compute(double seconds) {
+  if (seconds <= 0) return;
+  if (!segments.empty() && segments.back().comm == 0 && !segments.back().overlapped)
+    segments.back().compute += seconds;
+  else
+    segments.push_back({seconds});
+}
+
+void Pass::add_comm(double seconds, CommKind kind) {
+  if (seconds <= 0) return;
+  if (!segments.empty() && segments.back().comm == 0 && !segments.back().overlapped) {
+    segments.back().comm = seconds;
+    segments.back().kind = kind;
+  } else {
+    segments.push_back({0, seconds, kind});
+  }
+}
+
+void Pass::add_overlapped(double compute, double comm, CommKind kind) {
+  if (comm <= 0) return add_compute(compute);
+  segments.push_back({compute, comm, kind, true});
+}
+
+void Pass::append(const Pass& other) {
+  for (const Segment& g : other.segments) {
+    if (g.overlapped) {
+      segments.push_back(g);
+      continue;
+    }
+    add_compute(g.compute);
+    add_comm(g.comm, g.kind);
+  }
+  background += other.background;
+}
+
+double interleaved_span(const Pass& a, const Pass& b, const std::array<bool, kCommKinds>& network) {
+  // In-order compute and communication streams; segment i of a pass waits for segment i−1's
+  // communication. Both streams take segments by (position, pass), which can never deadlock.
+  std::array<const Pass*, 2> passes{&a, &b};
+  std::array<double, 2> ready{0, 0};  // when each pass's next segment may start
+  double compute_free = 0, comm_free = 0;
+  std::size_t n = std::max(a.segments.size(), b.segments.size());
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t p = 0; p < 2; ++p) {
+      if (i >= passes[p]->segments.size()) continue;
+      const Segment& g = passes[p]->segments[i];
+      double start = std::max(ready[p], compute_free);
+      double compute_end = start + g.compute;
+      compute_free = compute_end;
+      if (g.comm > 0) {
+        double comm_start = std::max(g.overlapped ? start : compute_end, comm_free);
+        comm_free = comm_start + g.comm;
+        ready[p] = std::max(compute_end, comm_free);
+      } else {
+        ready[p] = compute_end;
+      }
+    }
+  return std::max({ready[0], ready[1], a.background, b.background, a.port_load(network) + b.port_load(network)});
+}
+
+double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                             std::uint64_t seed) {
+  std::vector<double> loads = sampled_moe_loads(ep, experts, top_k, tokens_per_rank, seed);
+  return *std::max_element(loads.begin(), loads.end());
+}
+
+std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                                      std::uint64_t seed) {
+  if (ep <= 1) return {1.0};
+  std::mt19937_64 rng(seed);
+  std::vector<std::int64_t> pick(static_cast<std::size_t>(experts));
+  std::vector<double> load(static_cast<std::size_t>(ep), 0.0);
+  const std::int64_t per_rank = experts / ep;
+  const auto tokens = static_cast<std::int64_t>(std::llround(tokens_per_rank)) * ep;
+  for (std::int64_t t = 0; t < tokens; ++t) {
+    std::iota(pick.begin(), pick.end(), 0);
+    for (std::int64_t k = 0; k < top_k; ++k) {  // partial Fisher–Yates: k distinct experts
+      std::uniform_int_distribution<std::int64_t> u(k, experts - 1);
+      std::swap(pick[static_cast<std::size_t>(k)], pick[static_cast<std::size_t>(u(rng))]);
+      load[static_cast<std::size_t>(pick[static_cast<std::size_t>(k)] / per_rank)] += 1;
+    }
+  }
+  double mean = static_cast<double>(tokens * top_k) / static_cast<double>(ep);
+  for (double& l : load) l /= mean;
+  return load;
+}
+
+bool recomputed(const LayerOp& op, const Recompute& r) {
+  auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
+  if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;
+  if (r.norms && ends("norm")) return true;
+  if (r.mla_up_proj && (ends("q up-projection") || ends("kv up-projection"))) return true;
+  if (r.activation && (ends("SwiGLU") || ends("GeLU"))) return true;
+  return false;
+}
+
+namespace {
+
+// Group placements and link speeds, from the layout's rank placement on the fabric.
+struct Groups {
+  CollectiveLinks links;
+  GroupPlacement tp, ep, cp, dp, edp;
+  bool pp_crosses_nodes = false;
+};
+
+// A group of `size` GPUs over at least `nodes` nodes, spread evenly as the collective model needs:
+// the next node count that divides the group.
+GroupPlacement even_group(std::int64_t size, std::int64_t nodes) {
+  nodes = std::clamp<std::int64_t>(nodes, 1, std::max<std::int64_t>(1, size));
+  while (size % nodes != 0) ++nodes;
+  return {size, nodes};
+}
+
+Groups groups_of(const Job& job) {
+  Groups g;
+  g.links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
+  std::string why;
+  auto placement = Placement::make(job.layout, job.cluster.fabric.gpus_per_node, &why);
+  if (!placement) throw std::invalid_argument(why);
+  for (const GroupSpan& s : placement->spans()) {
+    GroupPlacement p = even_group(s.size, s.nodes_max);
+    if (s.kind == "tp") g.tp = p;
+    else if (s.kind == "ep") g.ep = p;
+    else if (s.kind == "cp") g.cp = p;
+    else if (s.kind == "dp") g.dp = p;
+    else if (s.kind == "edp") g.edp = p;
+    else if (s.kind == "pp") g.pp_crosses_nodes = s.nodes_max > 1;
+  }
+  auto one = [](GroupPlacement& p, std::int64_t size) {
+    if (size <= 1) p = {1, 1};
+  };
+  one(g.tp, job.layout.tp);
+  one(g.ep, job.layout.ep);
+  one(g.cp, job.layout.cp);
+  one(g.dp, job.layout.dp);
+  one(g.edp, job.layout.edp());
+  return g;
+}
+
+double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& g, const CollectiveLinks& links) {
+  if (g.gpus <= 1 || bytes <= 0) return 0;
+  return collective_cost(op, bytes, g, links).seconds;
+}
+
+class StageCoster {
+ public:
+  StageCoster(const Job& job, std::optional<double> expert_load)
+      : job_(job), ctx_(op_context(job)), groups_(groups_of(job)), recompute_(job.layout.recompute) {
+    const ModelSpec& m = job.model;
+    const double sp = job.layout.sequence_parallel ? static_cast<double>(job.layout.tp) : 1.0;
+    activation_bytes_ = ctx_.tokens * static_cast<double>(m.hidden) * 2.0;  // bf16 between layers
+    if (m.moe) {
+      imbalance_ = job.training.sampled_routing
+                       ? sampled_moe_imbalance(job.layout.ep, m.moe->experts, m.moe->top_k, ctx_.tokens / sp,
+                                               job.training.routing_seed)
+                       : job.training.moe_imbalance;
+      DispatchShape d{ctx_.tokens / sp, static_cast<double>(m.hidden), m.moe->top_k, m.moe->max_nodes};
+      // DeepSeek-V3 §3.3 (low-precision communication): the activations before the experts' up-projections
+      // are dispatched in fp8, and so are the activation gradients before their down-projections (the
+      // backward of the combine, itself a dispatch); both combines (forward, and the backward of the
+      // dispatch) stay in bf16. Without fp8 everything moves in bf16.
+      DispatchShape low = d;
+      low.bytes_per_token *= job.training.precision == Precision::fp8 ? 1.0 : 2.0;
+      d.bytes_per_token *= 2.0;
+      a2a_dispatch_ = job.layout.ep > 1 ? moe_dispatch_cost(low, groups_.ep, groups_.links).seconds * imbalance_ : 0;
+      a2a_bf16_ = job.layout.ep > 1 ? moe_dispatch_cost(d, groups_.ep, groups_.links).seconds * imbalance_ : 0;
+      expert_load_ = expert_load.value_or(imbalance_);
+    }
+    if (job.layout.cp > 1) {
+      // Ring attention: each step passes the local keys and values to the next CP rank, cp−1 steps,
+      // beside the attention of the block in hand; backward sends their gradients around as well.
+      const AttentionSpec& a = m.attention;
+      double kv = ctx_.tokens * static_cast<double>(a.kv_heads) / static_cast<double>(job.layout.tp) *
+                  static_cast<double>(a.qk_head_dim() + a.out_head_dim()) * 2.0;
+      GroupPlacement pair{2, groups_.cp.nodes > 1 ? 2 : 1};
+      cp_fwd_ = static_cast<double>(job.layout.cp - 1) * collective_seconds(CollectiveOp::send_recv, kv, pair, groups_.links);
+    }
+  }
+
+  double imbalance() const { return imbalance_; }
+  std::array<bool, kCommKinds> network() const {
+    std::array<bool, kCommKinds> n{};
+    n[static_cast<std::size_t>(CommKind::tp)] = groups_.tp.nodes > 1;
+    n[static_cast<std::size_t>(CommKind::ep)] = groups_.ep.nodes > 1;
+    n[static_cast<std::size_t>(CommKind::cp)] = groups_.cp.nodes > 1;
+    n[static_cast<std::size_t>(CommKind::pp)] = groups_.pp_crosses_nodes;
+    // DualPipe's mirror ranks are a pipeline apart, so their group spans nodes whenever the pipeline does.
+    n[static_cast<std::size_t>(CommKind::dp)] = groups_.dp.nodes > 1 || groups_.edp.nodes > 1 ||
+                                                (job_.layout.schedule == ScheduleKind::dualpipe && groups_.pp_crosses_nodes);
+    return n;
+  }
+
+  struct LayerPasses {
+    Pass forward, input_grad, weight_grad, backward;
+  };
+
+  LayerPasses passes(const std::vector<LayerOp>& ops, bool transformer_layer) const {
+    LayerPasses lp;
+    for (const LayerOp& op : ops) {
+      lp.forward.add_comm(tp_or_ep(op.before, true), kind_of(op.before));
+      double f = seconds(op, 0);
+      if (op.cls == OpClass::attention) lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp);
+      else lp.forward.add_compute(f);
+      lp.forward.add_comm(tp_or_ep(op.after, true), kind_of(op.after));
+    }
+    // Backward: recomputation first (Megatron-LM recomputes a layer's forward right before its
+    // backward), then the ops in reverse; what followed an op in forward now precedes it.
+    Pass recompute;
+    if (recompute_.full && transformer_layer) {
+      recompute = lp.forward;
+    } else {
+      for (const LayerOp& op : ops)
+        if (recomputed(op, recompute_)) recompute.add_compute(seconds(op, 0));
+    }
+    for (Pass* p : {&lp.input_grad, &lp.backward}) {
+      p->append(recompute);
+      for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+        const LayerOp& op = *it;
+        p->add_comm(tp_or_ep(op.after, false), kind_of(op.after));
+        double dx = seconds(op, 1) + (p == &lp.backward ? seconds(op, 2) : 0.0);
+        if (op.cls == OpClass::attention) p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp);
+        else p->add_compute(dx);
+        p->add_comm(tp_or_ep(op.before, false), kind_of(op.before));
+      }
+    }
+    for (const LayerOp& op : ops) lp.weight_grad.add_compute(seconds(op, 2));
+    return lp;
+  }
+
+  // Megatron's scatter/gather (Narayanan et al. SC'21 §4.1): under tensor parallelism each rank sends
+  // only its 1/t slice of the boundary activations, over its own NIC; without sequence parallelism
+  // the receiving ranks then all-gather the slices over NVLink.
+  double p2p() const {
+    if (job_.layout.pp <= 1) return 0;
+    GroupPlacement pair{2, groups_.pp_crosses_nodes ? 2 : 1};
+    double t = collective_seconds(CollectiveOp::send_recv, activation_bytes_ / static_cast<double>(job_.layout.tp), pair,
+                                  groups_.links);
+    if (job_.layout.tp > 1 && !job_.layout.sequence_parallel)
+      t += collective_seconds(CollectiveOp::all_gather, activation_bytes_, groups_.tp, groups_.links);
+    return t;
+  }
+
+  // Gradient reduction (op) or parameter gather of `dense`/`expert` elements of `bytes` each, over the
+  // dense and expert data-parallel groups (DualPipe: each stage's two mirror ranks join its group).
+  double data_parallel(CollectiveOp op, const StageParams& p, double bytes) const {
+    GroupPlacement dense = groups_.dp, expert = groups_.edp;
+    if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);
+    if (job_.layout.schedule == ScheduleKind::dualpipe) {
+      dense = even_group(dense.gpus * 2, dense.nodes * 2);
+      expert = even_group(expert.gpus * 2, expert.nodes * 2);
+    }
+    return collective_seconds(op, p.dense * bytes, dense, groups_.links) +
+           collective_seconds(op, p.expert * bytes, expert, groups_.links);
+  }
+
+ private:
+  double seconds(const LayerOp& op, int pass) const {
+    double t = op_time(op, pass, job_).seconds;
+    return expert_op(op) ? t * expert_load_ : t;
+  }
+  static CommKind kind_of(CommPoint c) {
+    return c == CommPoint::ep_dispatch || c == CommPoint::ep_combine ? CommKind::ep : CommKind::tp;
+  }
+  double tp_or_ep(CommPoint c, bool forward) const {
+    const bool sp = job_.layout.sequence_parallel;
+    auto tp = [&](CollectiveOp op) { return collective_seconds(op, activation_bytes_, groups_.tp, groups_.links); };
+    switch (c) {
+      case CommPoint::none: return 0;
+      case CommPoint::tp_enter:
+        if (forward) return sp ? tp(CollectiveOp::all_gather) : 0.0;
+        return tp(sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce);
+      case CommPoint::tp_exit:
+        if (forward) return tp(sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce);
+        return sp ? tp(CollectiveOp::all_gather) : 0.0;
+      // Dispatch-shaped traffic (tokens to experts) is the forward's dispatch and the combine's backward.
+      case CommPoint::ep_dispatch: return forward ? a2a_dispatch_ : a2a_bf16_;
+      case CommPoint::ep_combine: return forward ? a2a_bf16_ : a2a_dispatch_;
+    }
+    return 0;
+  }
+
+  const Job& job_;
+  OpContext ctx_;
+  Groups groups_;
+  Recompute recompute_;
+  double activation_bytes_ = 0;
+  double imbalance_ = 1.0;
+  double expert_load_ = 1.0;
+  double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
+};
+
+}  // namespace
+
+LayerTimes layer_times(const Job& job, std::int64_t layer) {
+  StageCoster coster(job, std::nullopt);
+  StageCoster::LayerPasses lp = coster.passes(layer_ops(job.model, layer, op_context(job)), true);
+  return {lp.forward.span(), lp.backward.span()};
+}
+
+StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
+  const ModelSpec& m = job.model;
+  const ParallelLayout& p = job.layout;
+  StageCoster coster(job, expert_load);
+  OpContext ctx = op_context(job);
+  StepCosts out;
+  out.sms = static_cast<std::int32_t>(job.cluster.gpu.sms);
+  out.comm_sms = p.comm_sms;  // below the SM count: finalize_layout checks it
+  out.moe_imbalance = coster.imbalance();
+  out.network = coster.network();
+
+  // Each layer kind is costed once: every dense layer is alike, and so is every MoE layer.
+  StageCoster::LayerPasses dense = coster.passes(layer_ops(m, 0, ctx), true);
+  StageCoster::LayerPasses moe;
+  if (m.moe) moe = coster.passes(layer_ops(m, m.layers - 1, ctx), true);
+  StageCoster::LayerPasses head = coster.passes(head_ops(m, ctx), false);
+  StageCoster::LayerPasses mtp_extra = coster.passes(mtp_extra_ops(m, ctx), false);
+
+  const std::vector<StageParams> params = stage_params(job);
+  const TrainingSpec& t = job.training;
+  const double update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments + weight_bytes(t.precision);
+  const double p2p = coster.p2p();
+  const std::vector<StagePlan> plans = stage_plans(job);
+  // Stages with the same layers in the same order (every middle stage, usually) share their passes.
+  std::map<std::vector<const StageCoster::LayerPasses*>, StageCost> built;
+  for (const StagePlan& sp : plans) {
+    // The forward runs layers first to last; the backward of a stage is assembled in reverse.
+    std::vector<const StageCoster::LayerPasses*> order;
+    for (std::int64_t l = sp.first_layer; l < sp.first_layer + sp.layers; ++l) order.push_back(m.is_moe_layer(l) ? &moe : &dense);
+    for (std::int64_t k = 0; k < sp.mtp_modules; ++k) {
+      order.push_back(m.moe ? &moe : &dense);
+      order.push_back(&mtp_extra);
+    }
+    if (sp.head) order.push_back(&head);
+    auto same = built.find(order);
+    if (same == built.end()) {
+      StageCost passes;
+      for (const auto* lp : order) passes.forward.append(lp->forward);
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        passes.input_grad.append((*it)->input_grad);
+        passes.weight_grad.append((*it)->weight_grad);
+        passes.backward.append((*it)->backward);
+      }
+      same = built.emplace(order, std::move(passes)).first;
+    }
+    StageCost s = same->second;
+    s.p2p = p2p;
+    if (!p.overlap_p2p && s.p2p > 0) {
+      // Blocking sends: the op ends when its output has reached the neighbour stage.
+      s.p2p_in_passes = true;
+      if (sp.index + 1 < static_cast<std::int64_t>(p.stage_layers.size())) s.forward.add_comm(s.p2p, CommKind::pp);
+      if (sp.index > 0) {
+        s.input_grad.add_comm(s.p2p, CommKind::pp);
+        s.backward.add_comm(s.p2p, CommKind::pp);
+      }
+    }
+    const StageParams& held = params[static_cast<std::size_t>(sp.index)];
+    const double grads = t.optimizer.grads, weights = 2.0;  // parameters are gathered in bf16
+    if (p.zero >= 2) {
+      // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
+      // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
+      // reduction is required after every backward because of gradient partitioning", DeepSpeed
+      // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
+      // carries it: the full backward, or a zero-bubble schedule's W half.
+      const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
+      s.backward.background += scatter;
+      s.weight_grad.background += scatter;
+    }
+    if (p.zero >= 3) {
+      // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
+      const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+      s.forward.background += gather;
+      s.input_grad.background += gather;
+      s.backward.background += gather;
+    } else {
+      if (p.zero <= 1)  // the accumulated gradients, once per step
+        s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
+      if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+    }
+    double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
+    double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
+    s.optimizer = (dense_share + expert_share) * update_bytes / (job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency);
+    out.stages.push_back(std::move(s));
+  }
+  if (p.schedule == ScheduleKind::dualpipe || p.schedule == ScheduleKind::dualpipe_v)
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      std::vector<std::int64_t> held = stages_of_rank(p.schedule, r, p.pp, p.vp);
+      for (std::size_t i = 0; i < held.size(); ++i) {
+        StageCost& f = out.stages[static_cast<std::size_t>(held[i])];
+        f.fb_overlap = interleaved_span(f.forward, out.stages[static_cast<std::size_t>(held[held.size() - 1 - i])].backward, out.network);
+      }
+    }
+  return out;
+}
+
+OpTimes slowest_stage_op_times(const StepCosts& costs) {
+  OpTimes t{0, 0, 0, 0, 0};
+  for (const StageCost& c : costs.stages) {
+    t.forward = std::max(t.forward, c.forward.span());
+    t.input_grad = std::max(t.input_grad, c.input_grad.span());
+    t.weight_grad = std::max(t.weight_grad, c.weight_grad.span());
+    t.comm = std::max(t.comm, c.p2p);
+  }
+  return t;
+}
+
+PipelineSchedule step_schedule(const ParallelLayout& layout, std::int64_t microbatches, const StepCosts& costs) {
+  return schedule_for(layout.schedule, {layout.pp, microbatches, layout.vp}, slowest_stage_op_times(costs));
+}
+
+}  // namespace plumb

@@ -1,0 +1,114 @@
+#pragma once
+// What one micro-batch costs on each model stage as the training step runs it: every pass (forward,
+// input gradient, weight gradient, full backward) as a chain of segments, each some compute followed by
+// (or beside) a communication — TP collectives, MoE all-to-alls, CP ring exchanges — plus the
+// once-per-step terms: pipeline sends, gradient reduction, ZeRO parameter gathers, the optimizer.
+// The discrete-event step and the analytic estimator both read these, so they cannot disagree on costs.
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "models/costs/flops.hpp"
+#include "models/scenario/job.hpp"
+#include "models/schedules/registry.hpp"
+
+namespace plumb {
+
+enum class CommKind : std::uint8_t { tp, ep, pp, dp, cp };
+inline constexpr std::size_t kCommKinds = 5;
+std::string_view comm_kind_name(CommKind k);
+
+struct Segment {
+  double compute = 0;  // seconds on the compute stream
+  double comm = 0;     // seconds on a communication stream, after the compute (or beside it)
+  CommKind kind = CommKind::tp;
+  bool overlapped = false;  // the communication runs beside this compute (CP's ring exchange) instead of after it
+  double span() const { return overlapped ? std::max(compute, comm) : compute + comm; }
+};
+
+struct Pass {
+  std::vector<Segment> segments;
+  // ZeRO's per-micro-batch traffic: stage 3's parameter gathers, and stages 2 and 3's gradient
+  // reduce-scatters in the passes that make weight gradients; issued when the pass starts, bucketed
+  // layer by layer beside it, and waited for at its end. Kind dp.
+  double background = 0;
+
+  double compute() const;
+  double comm(CommKind k) const;
+  double span() const;  // run alone: the segments one after another, and at least the background
+  // What the pass puts through the GPU's network port: its communication of the kinds that cross
+  // nodes (`network`), the background included when data parallelism crosses them.
+  double port_load(const std::array<bool, kCommKinds>& network) const;
+  // span(), and at least the port load: the background shares the port with the pass's own traffic.
+  double span(const std::array<bool, kCommKinds>& network) const { return std::max(span(), port_load(network)); }
+  // Appends compute (merged into the last segment when that one has no communication yet).
+  void add_compute(double seconds);
+  void add_comm(double seconds, CommKind kind);
+  void add_overlapped(double compute, double comm, CommKind kind);
+  void append(const Pass& other);
+};
+
+struct StageCost {
+  Pass forward, input_grad, weight_grad;
+  Pass backward;       // input and weight gradients in one pass, as non-split schedules run it
+  double p2p = 0;      // one micro-batch's activations (or their gradient) to the neighbouring stage
+  bool p2p_in_passes = false;  // blocking sends: already the last segment of each pass that sends
+  double grad_sync = 0;     // the stage's gradient reduction over data parallelism, once per step
+  double param_gather = 0;  // ZeRO-1/2: the updated parameters gathered back, once per step
+  double optimizer = 0;     // this rank's share of the optimizer update
+  // DualPipe(V): this stage's forward interleaved on one GPU with the backward of the other stage its
+  // rank holds — one direction's forward beside the other's backward, an F&B pair — if no SMs were shared.
+  double fb_overlap = 0;
+};
+
+struct StepCosts {
+  std::vector<StageCost> stages;  // per model stage
+  std::int32_t sms = 132;
+  std::int32_t comm_sms = 20;
+  double moe_imbalance = 1.0;
+  // Which kinds of communication cross nodes (their group spans several): those share each GPU's
+  // network port with one another when they overlap in the step (an EP all-to-all beside a DP
+  // reduce-scatter or a pipeline send), each going at 1/n.
+  std::array<bool, kCommKinds> network{};
+};
+
+// `expert_load`, when given, scales this rank's expert GEMMs by its own load over the mean (the full
+// simulation gives each EP rank its sampled load); the all-to-alls keep the busiest rank's.
+StepCosts step_costs(const Job& job, std::optional<double> expert_load = std::nullopt);
+
+// The op times a schedule is ordered for: the slowest stage's forward, input gradient, weight gradient
+// and hand-off (what Qi et al. feed their heuristic from profiled times).
+OpTimes slowest_stage_op_times(const StepCosts& costs);
+// The job's pipeline schedule as the training step runs it, and as plumb-validate executes it: the
+// registry's schedule at the layout's shape, ordered for these costs.
+PipelineSchedule step_schedule(const ParallelLayout& layout, std::int64_t microbatches, const StepCosts& costs);
+
+// One transformer layer (`layer` of the model) for one micro-batch as step_costs prices it, its TP and
+// EP communication included: the forward, and the full backward with its recomputation — what
+// Korthikanti et al. 2022 (arXiv 2205.05198) Table 4 times per layer.
+struct LayerTimes {
+  double forward = 0;
+  double backward = 0;
+};
+LayerTimes layer_times(const Job& job, std::int64_t layer);
+
+// Tokens per EP rank over the mean when each of `tokens_per_rank` tokens on each of `ep` ranks picks
+// `top_k` distinct experts of `experts` uniformly at random (seeded, so runs repeat); and its maximum.
+std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                                      std::uint64_t seed);
+double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
+                             std::uint64_t seed);
+
+// Whether the backward recomputes `op`'s forward under `r` (selective lists; "full" is every op of
+// a transformer layer, decided by the caller).
+bool recomputed(const LayerOp& op, const Recompute& r);
+
+// Two passes interleaved segment by segment on one compute stream and one communication stream, as
+// DualPipe overlaps a forward with a backward chunk (each one's communication hides under the other's
+// compute). Returns the makespan without SM sharing, and at least both passes' port load.
+double interleaved_span(const Pass& a, const Pass& b, const std::array<bool, kCommKinds>& network = {});
+
+}  // namespace plumb

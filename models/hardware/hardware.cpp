@@ -1,0 +1,332 @@
+#include "models/hardware/hardware.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <vector>
+
+#include "models/input/catalogue.hpp"
+
+namespace plumb {
+namespace {
+
+// Every figure in a profile carries its source: /sources must name each figure present, and
+// nothing else.
+std::map<std::string, std::string> read_sources(ObjectReader& r, const std::vector<std::string>& figures) {
+  std::map<std::string, std::string> sources;
+  const Json* s = r.child("sources", Need::required);
+  if (!s) return sources;
+  ObjectReader sr(*s, r.pointer("sources"), r.source());
+  for (const std::string& figure : figures) {
+    if (auto text = sr.string(figure, Need::optional)) sources[figure] = *text;
+    else if (sr.is_object()) sr.error(figure, fmt::format("figure \"{}\" has no source; cite where it comes from", figure));
+  }
+  return sources;
+}
+
+// A row's from_flops: a plain number or a count like "1G"; zero is allowed (the first row starts at 0).
+double read_from_flops(ObjectReader& row) {
+  const Json* v = row.child("from_flops", Need::required);
+  if (!v) return 0.0;
+  if (v->is_number() && v->get<double>() == 0.0) return 0.0;
+  return read_quantity(*v, Dimension::count, row.pointer("from_flops"), row.source()).value_or(0.0);
+}
+
+Json load_derived(const std::filesystem::path& path, const std::string& folder, const std::string& what,
+                  const SourceFile& file, int depth = 0);
+
+// A profile may start from another: {"base": "h800-sxm", ...} reads the base profile (a catalogue
+// name or a path, itself perhaps derived) and lays this object over it as a JSON merge patch (RFC
+// 7386): objects merge key by key, anything else replaces, null removes. `node` becomes the merged
+// document, held in `doc`; false after an error, reported against `file`.
+bool apply_base(const Json*& node, const std::string& folder, const std::string& what, const std::string& pointer,
+                const SourceFile& file, Json& doc, int depth = 0) {
+  if (!node->is_object() || !node->contains("base")) return true;
+  const std::string at = pointer + "/base";
+  const Json& base_ref = node->at("base");
+  if (!base_ref.is_string()) {
+    file.error(at, fmt::format("\"base\" names the {} this one starts from: a bundled name or a path, as a string", what));
+    return false;
+  }
+  if (depth >= 8) {
+    file.error(at, fmt::format("{}s derive from one another more than 8 deep; is there a cycle of \"base\"?", what));
+    return false;
+  }
+  auto path = resolve_reference(base_ref.get<std::string>(), folder, what, at, file);
+  if (!path) return false;
+  Json merged = load_derived(*path, folder, what, source_for(*path, file), depth + 1);
+  if (merged.is_discarded()) return false;
+  Json patch = *node;
+  patch.erase("base");
+  merged.merge_patch(patch);
+  doc = std::move(merged);
+  node = &doc;
+  return true;
+}
+
+// A profile file, laid over its base if it names one; a discarded value after an error.
+Json load_derived(const std::filesystem::path& path, const std::string& folder, const std::string& what,
+                  const SourceFile& file, int depth) {
+  Json doc = load_json_file(path, file);
+  if (doc.is_discarded()) return doc;
+  const Json* node = &doc;
+  Json merged;
+  if (!apply_base(node, folder, what, "", file, merged, depth)) return Json(Json::value_t::discarded);
+  return node == &merged ? merged : doc;
+}
+
+// A catalogue name, a path, or an inline object, laid over its base if it names one: the file is
+// loaded into `doc`, and `file` becomes the source errors are reported against.
+const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
+                             std::string& pointer, const SourceFile& src, Json& doc, SourceFile& file,
+                             std::string& id) {
+  if (!value.is_string()) {
+    id = "(inline)";
+    const Json* node = &value;
+    return apply_base(node, folder, what, pointer, file, doc) ? node : nullptr;
+  }
+  auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
+  if (!path) return nullptr;
+  file = source_for(*path, src);
+  doc = load_derived(*path, folder, what, file);
+  if (doc.is_discarded()) return nullptr;
+  id = value.get<std::string>();
+  pointer.clear();
+  return &doc;
+}
+
+// A profile given by name, path or inline object, read field by field; nullopt if any field failed.
+template <class Spec, class ReadFields>
+std::optional<Spec> read_profile(const Json& value, const std::string& pointer_in, const SourceFile& src,
+                                 const std::string& folder, const std::string& what, ReadFields read_fields) {
+  Json doc;
+  SourceFile file = src;
+  std::string pointer = pointer_in, id;
+  const Json* node = resolve_document(value, folder, what, pointer, src, doc, file, id);
+  if (!node) return std::nullopt;
+  std::size_t errors_before = src.diagnostics->size();
+  Spec spec;
+  spec.id = id;
+  {
+    ObjectReader r(*node, pointer, file);
+    read_fields(r, spec);
+  }
+  if (src.diagnostics->size() != errors_before) return std::nullopt;
+  return spec;
+}
+
+}  // namespace
+
+double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
+  const auto& table = dtype == MathDtype::fp8 && !gemm_efficiency_fp8.empty() ? gemm_efficiency_fp8 : gemm_efficiency;
+  if (efficiency_sms > 0 && sms > 0) flops *= static_cast<double>(efficiency_sms) / static_cast<double>(sms);
+  double e = 1.0;
+  for (const auto& [from, efficiency] : table)
+    if (flops >= from) e = efficiency;
+  return e;
+}
+
+GemmShapeModel::Tiling GemmShapeModel::tiling(double m, double n, double k, double groups, std::int64_t sms) const {
+  const double tm = static_cast<double>(tile_m), tn = static_cast<double>(tile_n), units = static_cast<double>(std::max<std::int64_t>(1, sms));
+  const double tiles = groups * std::ceil(m / tm) * std::ceil(n / tn);
+  if (!(tiles > 0) || !(k > 0)) return {std::max(k, 0.0), 1.0};  // no work: nothing to tile
+  const double split = std::max(1.0, std::floor(units / tiles));
+  const double work = tiles * split, waves = std::ceil(work / units);
+  const double area = groups * m * n / (tiles * tm * tn);
+  return {k / split, area * work / (waves * units)};
+}
+
+double GemmShapeModel::efficiency(double m, double n, double k, double groups, std::int64_t sms) const {
+  const Tiling t = tiling(m, n, k, groups, sms);
+  return t.k_steps > 0 ? ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy : ceiling;
+}
+
+double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient) const {
+  if (weight_gradient)
+    if (auto it = gemm_model_weight_gradient.find(dtype); it != gemm_model_weight_gradient.end())
+      return it->second.efficiency(m, n, k, groups, sms);
+  if (auto it = gemm_model.find(dtype); it != gemm_model.end()) return it->second.efficiency(m, n, k, groups, sms);
+  return gemm_efficiency_at(2 * m * n * k * groups, dtype);
+}
+
+std::string_view math_dtype_name(MathDtype d) {
+  switch (d) {
+    case MathDtype::fp32: return "fp32";
+    case MathDtype::tf32: return "tf32";
+    case MathDtype::bf16: return "bf16";
+    case MathDtype::fp8: return "fp8";
+  }
+  return "?";
+}
+
+namespace {
+
+// A list of {"from_flops", "efficiency"} rows rising in from_flops.
+void read_efficiency_table(ObjectReader& r, const char* key, std::vector<std::pair<double, double>>& out) {
+  const Json* table = r.child(key, Need::optional);
+  if (!table) return;
+  std::string at = r.pointer(key);
+  if (!table->is_array() || table->empty()) {
+    r.error(key, "expected a list of {\"from_flops\": ..., \"efficiency\": ...} rows");
+    return;
+  }
+  for (std::size_t i = 0; i < table->size(); ++i) {
+    ObjectReader row((*table)[i], json_pointer_append(at, std::to_string(i)), r.source());
+    double from = read_from_flops(row);
+    double efficiency = row.number("efficiency", Need::required, 0.01, 1.0).value_or(1.0);
+    if (!out.empty() && from <= out.back().first) row.error("from_flops", "rows must rise in from_flops");
+    out.emplace_back(from, efficiency);
+  }
+}
+
+// {"ceiling", "k_overhead", "tile": [m, n]}; the caller finishes the reader (it may hold more keys).
+GemmShapeModel read_gemm_model(ObjectReader& m) {
+  GemmShapeModel model;
+  model.ceiling = m.number("ceiling", Need::required, 0.01, 1.0).value_or(1.0);
+  model.k_overhead = m.number("k_overhead", Need::required, 0.0, 1e6).value_or(0.0);
+  if (const Json* tile = m.child("tile", Need::required)) {
+    if (!tile->is_array() || tile->size() != 2 || !(*tile)[0].is_number_integer() || !(*tile)[1].is_number_integer() ||
+        (*tile)[0].get<std::int64_t>() < 1 || (*tile)[1].get<std::int64_t>() < 1)
+      m.error("tile", "expected [tile_m, tile_n], two positive integers such as [128, 128]");
+    else {
+      model.tile_m = (*tile)[0].get<std::int64_t>();
+      model.tile_n = (*tile)[1].get<std::int64_t>();
+    }
+  }
+  return model;
+}
+
+// {"bf16": {"ceiling", "k_overhead", "tile": [m, n], "weight_gradient": {…}?}, "fp8": {...}}: a dtype the
+// GPU has a peak for.
+void read_gemm_models(ObjectReader& r, GpuSpec& g) {
+  const Json* models = r.child("gemm_model", Need::optional);
+  if (!models) return;
+  ObjectReader mr(*models, r.pointer("gemm_model"), r.source());
+  if (!mr.is_object()) return;
+  for (MathDtype d : {MathDtype::bf16, MathDtype::fp8}) {
+    const Json* node = mr.child(math_dtype_name(d), Need::optional);
+    if (!node) continue;
+    if (!g.peak_dense.count(d)) {
+      mr.error(math_dtype_name(d), fmt::format("the GPU has no {} peak in peak_dense: add it or remove this model", math_dtype_name(d)));
+      continue;
+    }
+    ObjectReader m(*node, mr.pointer(math_dtype_name(d)), r.source());
+    g.gemm_model[d] = read_gemm_model(m);
+    // A different kernel for the weight gradient (DeepGEMM's, for one): its own constants.
+    if (const Json* wgrad = m.child("weight_gradient", Need::optional)) {
+      ObjectReader w(*wgrad, m.pointer("weight_gradient"), r.source());
+      if (w.is_object()) g.gemm_model_weight_gradient[d] = read_gemm_model(w);
+      w.finish();
+    }
+    m.finish();
+  }
+  mr.finish();
+}
+
+}  // namespace
+
+Json load_profile_document(const std::filesystem::path& path, bool fabric, const SourceFile& src) {
+  return load_derived(path, fabric ? kFabricProfiles : kGpuProfiles, fabric ? "fabric profile" : "GPU profile", src);
+}
+
+std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
+  return read_profile<GpuSpec>(value, pointer, src, kGpuProfiles, "GPU profile", [](ObjectReader& r, GpuSpec& g) {
+    g.name = r.string("name", Need::required).value_or("");
+    g.sms = r.integer("sms", Need::required, 1, 100'000).value_or(1);
+    g.hbm_capacity = r.quantity("hbm_capacity", Dimension::bytes, Need::required).value_or(1);
+    g.hbm_bandwidth = r.quantity("hbm_bandwidth", Dimension::bandwidth, Need::required).value_or(1);
+    g.nvlink_bandwidth_per_direction =
+        r.quantity("nvlink_bandwidth_per_direction", Dimension::bandwidth, Need::required).value_or(1);
+    g.cuda_context = r.quantity("cuda_context", Dimension::bytes, Need::required).value_or(0);
+    g.cublas_workspace = r.quantity("cublas_workspace", Dimension::bytes, Need::required).value_or(0);
+    if (const Json* peak = r.child("peak_dense", Need::required)) {
+      ObjectReader pr(*peak, r.pointer("peak_dense"), r.source());
+      for (MathDtype d : {MathDtype::fp32, MathDtype::tf32, MathDtype::bf16, MathDtype::fp8}) {
+        Need need = d == MathDtype::bf16 ? Need::required : Need::optional;
+        if (auto rate = pr.quantity(math_dtype_name(d), Dimension::flop_rate, need)) g.peak_dense[d] = *rate;
+      }
+    }
+    read_efficiency_table(r, "gemm_efficiency", g.gemm_efficiency);
+    read_efficiency_table(r, "gemm_efficiency_fp8", g.gemm_efficiency_fp8);
+    read_gemm_models(r, g);
+    g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
+    g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
+    auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
+    g.hbm_efficiency = hbm_efficiency.value_or(1.0);
+    auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
+    g.kernel_overhead = kernel_overhead.value_or(0.0);
+    std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
+                                     "nvlink_bandwidth_per_direction", "cuda_context", "cublas_workspace"};
+    if (!g.gemm_efficiency.empty()) figures.emplace_back("gemm_efficiency");
+    if (!g.gemm_efficiency_fp8.empty()) figures.emplace_back("gemm_efficiency_fp8");
+    if (!g.gemm_model.empty()) figures.emplace_back("gemm_model");
+    if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
+    if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
+    if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
+    if (kernel_overhead) figures.emplace_back("kernel_overhead");
+    g.sources = read_sources(r, figures);
+  });
+}
+
+std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer, const SourceFile& src) {
+  return read_profile<FabricSpec>(value, pointer, src, kFabricProfiles, "fabric profile", [](ObjectReader& r, FabricSpec& f) {
+    f.name = r.string("name", Need::required).value_or("");
+    f.gpus_per_node = r.integer("gpus_per_node", Need::required, 1, 1024).value_or(8);
+    f.nvswitch = r.boolean("nvswitch", Need::required).value_or(true);
+    f.nvlink_effective_per_gpu = r.quantity("nvlink_effective_per_gpu", Dimension::bandwidth, Need::optional);
+    f.nics_per_node = r.integer("nics_per_node", Need::required, 0, 1024).value_or(0);
+    f.nic_rate = r.quantity("nic_rate", Dimension::bandwidth, Need::required).value_or(1);
+    f.nic_effective = r.quantity("nic_effective", Dimension::bandwidth, Need::optional);
+    f.nvls_allreduce_algbw = r.quantity("nvls_allreduce_algbw", Dimension::bandwidth, Need::optional);
+    f.nvlink_latency_scale = r.number("nvlink_latency_scale", Need::optional, 0.0, 100.0);
+    f.network_latency_scale = r.number("network_latency_scale", Need::optional, 0.0, 100.0);
+    if (const Json* t = r.child("topology", Need::required)) {
+      ObjectReader tr(*t, r.pointer("topology"), r.source());
+      f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
+                                                {{"rail-optimized-fat-tree", FabricShape::rail_optimized_fat_tree},
+                                                 {"fat-tree", FabricShape::fat_tree},
+                                                 {"clos3", FabricShape::clos3}})
+                             .value_or(FabricShape::rail_optimized_fat_tree);
+      f.topology.tiers = tr.integer("tiers", Need::required, 1, 4).value_or(2);
+      f.topology.oversubscription = tr.number("oversubscription", Need::optional, 1.0, 64.0).value_or(1.0);
+      f.topology.planes = tr.integer("planes", Need::optional, 1, 64).value_or(1);
+    }
+    std::vector<std::string> figures{"gpus_per_node", "nvswitch", "nics_per_node", "nic_rate", "topology"};
+    if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");
+    if (f.nic_effective) figures.emplace_back("nic_effective");
+    if (f.nvls_allreduce_algbw) figures.emplace_back("nvls_allreduce_algbw");
+    if (f.nvlink_latency_scale) figures.emplace_back("nvlink_latency_scale");
+    if (f.network_latency_scale) figures.emplace_back("network_latency_scale");
+    f.sources = read_sources(r, figures);
+  });
+}
+
+std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer_in, const SourceFile& src) {
+  Json doc;
+  SourceFile file = src;
+  std::string pointer = pointer_in;
+  const Json* node = &value;
+  if (value.is_string()) {
+    auto path = resolve_path(value.get<std::string>(), "cluster", pointer, src);
+    if (!path) return std::nullopt;
+    file = source_for(*path, src);
+    doc = load_json_file(*path, file);
+    if (doc.is_discarded()) return std::nullopt;
+    node = &doc;
+    pointer.clear();
+  }
+  ObjectReader r(*node, pointer, file);
+  if (!r.is_object()) return std::nullopt;
+  Cluster c;
+  std::optional<GpuSpec> gpu;
+  std::optional<FabricSpec> fabric;
+  if (const Json* g = r.child("gpu", Need::required)) gpu = read_gpu(*g, r.pointer("gpu"), file);
+  c.nodes = r.integer("nodes", Need::required, 1, 1'000'000).value_or(1);
+  if (const Json* f = r.child("fabric", Need::required)) fabric = read_fabric(*f, r.pointer("fabric"), file);
+  r.finish();
+  if (!gpu || !fabric) return std::nullopt;
+  c.gpu = std::move(*gpu);
+  c.fabric = std::move(*fabric);
+  return c;
+}
+
+}  // namespace plumb

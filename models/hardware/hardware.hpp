@@ -1,0 +1,116 @@
+#pragma once
+// GPU and fabric profiles (hw_profiles/) and the cluster a scenario runs on.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/input/json_reader.hpp"
+
+namespace plumb {
+
+enum class MathDtype { fp32, tf32, bf16, fp8 };
+
+// GEMM efficiency by shape, fitted to measured GEMMs. The output is cut into tile_m × tile_n tiles;
+// each tile runs its K steps plus a fixed `k_overhead` more (prologue, epilogue, filling the
+// pipeline), and the tiles run in waves over the SMs. Partial tiles at the edges compute in full, a
+// last wave that leaves SMs idle costs a whole wave, and a GEMM with fewer tiles than SMs splits K
+// to fill them (split-K). `ceiling` is the share of the dense peak a tile reaches in the limit of
+// long K: efficiency = ceiling · K/(K + k_overhead) · (useful tile area) · (busy share of the waves).
+struct GemmShapeModel {
+  double ceiling = 1.0;
+  double k_overhead = 0;
+  std::int64_t tile_m = 128, tile_n = 128;
+  // How `groups` GEMMs of m × n × k each (a grouped expert GEMM) tile `sms` SMs: the K steps each tile
+  // runs (after split-K) and the share of the SMs' tile time that is useful work.
+  struct Tiling {
+    double k_steps = 0, busy = 1;
+  };
+  Tiling tiling(double m, double n, double k, double groups, std::int64_t sms) const;
+  double efficiency(double m, double n, double k, double groups, std::int64_t sms) const;
+};
+
+struct GpuSpec {
+  std::string id;    // catalogue name ("h800-sxm") or file path
+  std::string name;  // "NVIDIA H800 SXM5 80GB"
+  std::int64_t sms = 0;
+  double hbm_capacity = 0;   // bytes
+  double hbm_bandwidth = 0;  // bytes/s
+  double hbm_efficiency = 1.0;  // share of hbm_bandwidth a streaming (elementwise) kernel reaches
+  std::map<MathDtype, double> peak_dense;  // FLOP/s; a dtype the GPU lacks is absent
+  double nvlink_bandwidth_per_direction = 0;  // bytes/s per GPU
+  double cuda_context = 0;                    // bytes taken before the first allocation
+  double cublas_workspace = 0;                // bytes of GEMM workspace per compute stream
+  // Share of the dense peak a GEMM reaches, by size: rows of (from this many FLOPs, efficiency),
+  // rising in FLOPs. Profiles ship the measured large-GEMM ceiling; calibration adds rows.
+  std::vector<std::pair<double, double>> gemm_efficiency;
+  // The same for fp8 GEMMs (with their scaling) against the fp8 peak; absent: `gemm_efficiency`.
+  std::vector<std::pair<double, double>> gemm_efficiency_fp8;
+  // SMs the efficiency tables were measured with (0: all of this GPU's). On a share of a GPU (a green
+  // context) a GEMM of F FLOPs gives each SM the work F × efficiency_sms / sms gives it on the whole
+  // GPU, and fills its waves as well: the lookup scales F so.
+  std::int64_t efficiency_sms = 0;
+  // 1 when the profile has no table for the dtype.
+  double gemm_efficiency_at(double flops, MathDtype dtype = MathDtype::bf16) const;
+  // By shape, per dtype; where the profile has one it prices every GEMM whose shape is known (the
+  // tables stay for those whose shape is not: unfused attention's batched GEMMs).
+  std::map<MathDtype, GemmShapeModel> gemm_model;
+  // Where the weight gradient runs another kernel (gemm_model.<dtype>.weight_gradient): its model.
+  std::map<MathDtype, GemmShapeModel> gemm_model_weight_gradient;
+  // The shape model's efficiency where the dtype has one (the weight-gradient one for that pass, where
+  // the profile has it), else the table's for the GEMMs' FLOPs.
+  double gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient = false) const;
+  // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
+  // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.
+  double kernel_overhead = 0;
+  // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
+  std::optional<double> attention_efficiency;
+  // The same for its backward pass; absent: attention_efficiency.
+  std::optional<double> attention_backward_efficiency;
+  std::map<std::string, std::string> sources;
+};
+
+enum class FabricShape { rail_optimized_fat_tree, fat_tree, clos3 };
+
+struct FabricTopology {
+  FabricShape shape = FabricShape::rail_optimized_fat_tree;
+  std::int64_t tiers = 2;
+  double oversubscription = 1.0;  // downlink : uplink bandwidth at the leaves
+  std::int64_t planes = 1;        // independent network planes (DeepSeek's multi-plane fat tree)
+};
+
+struct FabricSpec {
+  std::string id;
+  std::string name;
+  std::int64_t gpus_per_node = 8;
+  bool nvswitch = true;
+  std::optional<double> nvlink_effective_per_gpu;  // bytes/s, observed
+  std::int64_t nics_per_node = 0;
+  double nic_rate = 0;                  // bytes/s line rate
+  std::optional<double> nic_effective;  // bytes/s, observed
+  std::optional<double> nvls_allreduce_algbw;  // bytes/s, NVLS all-reduce algbw inside a node, observed
+  std::optional<double> nvlink_latency_scale;   // × NCCL's base and NVLink-hop latencies, fitted (calibrate)
+  std::optional<double> network_latency_scale;  // × NCCL's network-hop latencies, fitted (calibrate)
+  FabricTopology topology;
+  std::map<std::string, std::string> sources;
+};
+
+struct Cluster {
+  GpuSpec gpu;
+  FabricSpec fabric;
+  std::int64_t nodes = 0;
+  std::int64_t gpus() const { return nodes * fabric.gpus_per_node; }
+};
+
+std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src);
+// A GPU (or, with `fabric`, fabric) profile file as plumb reads it: loaded and laid over the profile
+// its "base" names, if any, so it stands alone. A discarded value after an error, reported in `src`.
+Json load_profile_document(const std::filesystem::path& path, bool fabric, const SourceFile& src);
+std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer, const SourceFile& src);
+// A scenario's "cluster": an object {gpu, nodes, fabric} or a path to a file holding one.
+std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer, const SourceFile& src);
+
+std::string_view math_dtype_name(MathDtype d);
+
+}  // namespace plumb

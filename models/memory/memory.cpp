@@ -1,0 +1,205 @@
+#include "models/memory/memory.hpp"
+
+#include <algorithm>
+
+#include "models/memory/activations.hpp"
+#include "models/spec/param_count.hpp"
+
+namespace plumb {
+
+ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
+                                  const OptimizerBytes& optimizer) {
+  double n = static_cast<double>(shards);
+  ModelStateBytes b;
+  b.params = params * weight_bytes / (zero >= 3 ? n : 1.0);
+  b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0);
+  b.optimizer = params * optimizer.states() / (zero >= 1 ? n : 1.0);
+  return b;
+}
+
+std::vector<StagePlan> stage_plans(const Job& job) {
+  std::vector<StagePlan> plans;
+  std::int64_t first = 0;
+  const auto& split = job.layout.stage_layers;
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    StagePlan s;
+    s.index = static_cast<std::int64_t>(i);
+    s.first_layer = first;
+    s.layers = split[i];
+    s.embedding = i == 0;
+    s.head = i + 1 == split.size();
+    s.mtp_modules = s.head ? job.model.mtp_depth : 0;
+    first += split[i];
+    plans.push_back(s);
+  }
+  return plans;
+}
+
+std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
+                                       std::int64_t m) {
+  std::vector<double> counts;
+  auto capped = [m](std::int64_t n) { return static_cast<double>(std::clamp<std::int64_t>(n, 0, m)); };
+  switch (s) {
+    case ScheduleKind::interleaved: {
+      // Megatron runs warm-up forwards in groups of pp micro-batches per chunk, chunk 0 first.
+      std::int64_t warm = static_cast<std::int64_t>(peak_inflight_stage_microbatches(s, r, pp, vp, m));
+      counts.assign(static_cast<std::size_t>(vp), 0.0);
+      for (std::int64_t g = 0; g * pp < warm; ++g)
+        counts[static_cast<std::size_t>(g % vp)] += static_cast<double>(std::min(pp, warm - g * pp));
+      for (double& c : counts) c = std::min(c, static_cast<double>(m));
+      return counts;
+    }
+    case ScheduleKind::dualpipe:  // stage r sees direction 0 like 1F1B rank r; the mirror stage is near its pipeline's end
+      return {capped(pp - r), capped(r + 1)};
+    case ScheduleKind::dualpipe_v:  // a V of 2pp stages: rank r is position r going down, 2pp−1−r coming back
+      return {capped(2 * pp - r), capped(r + 1)};
+    case ScheduleKind::zb_v:  // warm-up of 2p−1−r chunk-1 and r chunk-2 forwards, then one more (Qi et al. §6)
+      return {capped(2 * pp - 1 - r), capped(r + 1)};
+    default:
+      return {peak_inflight_stage_microbatches(s, r, pp, vp, m)};
+  }
+}
+
+namespace {
+
+// One rank's share of a layer: every dense layer of a model is alike, and so is every MoE layer,
+// so each kind is costed once per plan rather than once per layer.
+struct LayerShare {
+  double dense_params = 0;   // after TP sharding
+  double expert_params = 0;  // after EP/ETP sharding
+  double bytes_per_token = 0;
+};
+
+struct ModelShare {
+  ParamCounts counts;
+  LayerShare dense_layer, moe_layer;
+  double embedding_bytes_per_token = 0, head_bytes_per_token = 0, mtp_extra_bytes_per_token = 0;
+  double tokens = 0;  // per micro-batch on one rank
+
+  const LayerShare& layer(const ModelSpec& m, std::int64_t l) const { return m.is_moe_layer(l) ? moe_layer : dense_layer; }
+};
+
+LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSettings& settings) {
+  const ParallelLayout& p = job.layout;
+  LayerParams lp = layer_params(job.model, layer);
+  LayerShare share;
+  share.dense_params = (lp.attention_sharded + lp.mlp_sharded) / static_cast<double>(p.tp) + lp.attention_replicated +
+                       lp.mlp_replicated + lp.norms + lp.router;
+  share.expert_params = lp.expert / static_cast<double>(p.etp) * static_cast<double>(lp.routed_experts / p.ep);
+  share.bytes_per_token = layer_bytes_per_token(job.model, layer, settings);
+  return share;
+}
+
+ModelShare model_share(const Job& job) {
+  const ModelSpec& m = job.model;
+  ActivationSettings settings = ActivationSettings::of(job.layout, job.training);
+  ModelShare share;
+  share.counts = count_params(m);
+  share.dense_layer = layer_share(job, 0, settings);
+  if (m.moe) share.moe_layer = layer_share(job, m.layers - 1, settings);
+  share.embedding_bytes_per_token = bytes_per_token(embedding_tensors(m), settings);
+  share.head_bytes_per_token = bytes_per_token(head_tensors(m), settings);
+  share.mtp_extra_bytes_per_token = bytes_per_token(mtp_extra_tensors(m), settings);
+  share.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
+  return share;
+}
+
+double activation_bytes(const ModelSpec& m, const ModelShare& share, const StagePlan& s) {
+  double per_token = 0;
+  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) per_token += share.layer(m, l).bytes_per_token;
+  if (s.embedding) per_token += share.embedding_bytes_per_token;
+  if (s.head) per_token += share.head_bytes_per_token;
+  // Each MTP module is one more block of the last layer's kind plus its own norms, projection and head.
+  per_token += static_cast<double>(s.mtp_modules) *
+               (share.layer(m, m.layers - 1).bytes_per_token + share.mtp_extra_bytes_per_token);
+  return per_token * share.tokens;
+}
+
+struct HeldParams {
+  double dense = 0;
+  double expert = 0;
+  double largest_layer = 0;  // what ZeRO-3 gathers at once, after TP/EP sharding
+};
+
+HeldParams params_of_stage(const Job& job, const ModelShare& share, const StagePlan& s, bool holds_first_stage) {
+  const ModelSpec& m = job.model;
+  double tp = static_cast<double>(job.layout.tp);
+  double h = static_cast<double>(m.hidden);
+  const ParamCounts& counts = share.counts;
+  HeldParams held;
+  auto add_layer = [&](const LayerShare& layer) {
+    held.dense += layer.dense_params;
+    held.expert += layer.expert_params;
+    held.largest_layer = std::max(held.largest_layer, layer.dense_params + layer.expert_params);
+  };
+  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(share.layer(m, l));
+  if (s.embedding) held.dense += counts.embedding / tp + counts.position;
+  if (s.head) {
+    held.dense += counts.final_norm;
+    // A tied head needs the embedding on the last stage too, unless the same rank already holds it.
+    held.dense += (m.tied_embeddings ? (holds_first_stage ? 0.0 : counts.embedding) : counts.head) / tp;
+  }
+  for (std::int64_t k = 0; k < s.mtp_modules; ++k) {
+    add_layer(share.layer(m, m.layers - 1));
+    held.dense += 2.0 * h * h / tp + (mtp_module_extra_params(m) - 2.0 * h * h);  // projection split over TP
+  }
+  return held;
+}
+
+}  // namespace
+
+std::vector<StageParams> stage_params(const Job& job) {
+  const ModelShare share = model_share(job);
+  std::vector<StageParams> out;
+  for (const StagePlan& s : stage_plans(job)) {
+    HeldParams held = params_of_stage(job, share, s, s.embedding);
+    out.push_back({held.dense, held.expert});
+  }
+  return out;
+}
+
+double stage_activation_bytes(const Job& job, const StagePlan& s) {
+  return activation_bytes(job.model, model_share(job), s);
+}
+
+MemoryPlan plan_memory(const Job& job) {
+  const ParallelLayout& p = job.layout;
+  MemoryPlan plan;
+  plan.capacity_bytes = job.cluster.gpu.hbm_capacity;
+  plan.microbatches = job.microbatches();
+  plan.stages = stage_plans(job);
+  const ModelShare share = model_share(job);
+  for (std::int64_t r = 0; r < p.pp; ++r) {
+    RankMemory rank;
+    rank.pp_rank = r;
+    rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
+    rank.inflight = inflight_per_stage(p.schedule, r, p.pp, p.vp, plan.microbatches);
+    bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
+    double largest_layer = 0;
+    for (std::size_t i = 0; i < rank.stages.size(); ++i) {
+      const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
+      HeldParams held = params_of_stage(job, share, s, holds_first);
+      rank.dense_params += held.dense;
+      rank.expert_params += held.expert;
+      largest_layer = std::max(largest_layer, held.largest_layer);
+      rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
+    }
+    double wb = weight_bytes(job.training.precision);
+    ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer);
+    ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer);
+    rank.params_bytes = dense.params + expert.params;
+    rank.grads_bytes = dense.grads + expert.grads;
+    rank.optimizer_bytes = dense.optimizer + expert.optimizer;
+    rank.cuda_context_bytes = job.cluster.gpu.cuda_context;
+    rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
+    // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.
+    if (p.zero >= 3) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
+    rank.reserved_bytes = job.training.reserved_memory;
+    plan.ranks.push_back(std::move(rank));
+  }
+  for (std::size_t i = 1; i < plan.ranks.size(); ++i)
+    if (plan.ranks[i].total_bytes() > plan.ranks[plan.peak_rank].total_bytes()) plan.peak_rank = i;
+  return plan;
+}
+
+}  // namespace plumb

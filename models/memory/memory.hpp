@@ -1,0 +1,72 @@
+#pragma once
+// Analytic memory per pipeline rank: model states (weights, gradients, optimizer) under ZeRO,
+// activations of the micro-batches in flight at the schedule's peak, and fixed overheads.
+#include <cstdint>
+#include <vector>
+
+#include "models/scenario/job.hpp"
+
+namespace plumb {
+
+// Bytes of weights, gradients and optimizer states for `params` parameters sharded over `shards`
+// data-parallel ranks under ZeRO stage `zero` (Rajbhandari et al. §5: stage 1 shards optimizer
+// states, 2 also gradients, 3 also weights).
+struct ModelStateBytes {
+  double params = 0, grads = 0, optimizer = 0;
+  double total() const { return params + grads + optimizer; }
+};
+ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
+                                  const OptimizerBytes& optimizer);
+
+// One model stage: its transformer layers and whether it carries the embedding, head or MTP.
+struct StagePlan {
+  std::int64_t index = 0;
+  std::int64_t first_layer = 0;
+  std::int64_t layers = 0;
+  bool embedding = false;
+  bool head = false;
+  std::int64_t mtp_modules = 0;
+};
+std::vector<StagePlan> stage_plans(const Job& job);
+
+struct RankMemory {
+  std::int64_t pp_rank = 0;
+  std::vector<std::int64_t> stages;     // model stages this rank holds
+  std::vector<double> inflight;         // micro-batches alive per held stage at the peak
+  double dense_params = 0;              // parameters held (after TP sharding, before ZeRO)
+  double expert_params = 0;             // routed-expert parameters held (after EP/ETP sharding)
+  double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0;
+  double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
+
+  double other_bytes() const { return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes; }
+  double total_bytes() const {
+    return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();
+  }
+};
+
+struct MemoryPlan {
+  double capacity_bytes = 0;
+  std::int64_t microbatches = 0;
+  std::vector<StagePlan> stages;
+  std::vector<RankMemory> ranks;  // one per pipeline rank
+  std::size_t peak_rank = 0;
+  bool fits() const { return ranks[peak_rank].total_bytes() <= capacity_bytes; }
+};
+
+MemoryPlan plan_memory(const Job& job);
+
+// Parameters one rank holds for each model stage: dense after TP sharding, routed experts after EP/ETP
+// sharding, both before ZeRO.
+struct StageParams {
+  double dense = 0, expert = 0;
+};
+std::vector<StageParams> stage_params(const Job& job);
+
+// Activation bytes one micro-batch leaves on a rank for stage `s`.
+double stage_activation_bytes(const Job& job, const StagePlan& s);
+
+// Peak in-flight micro-batches per stage held by rank r, aligned with stages_of_rank.
+std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
+                                       std::int64_t m);
+
+}  // namespace plumb

@@ -1,0 +1,228 @@
+#include "models/parallel/layout.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <numeric>
+
+#include "models/hardware/hardware.hpp"
+#include "models/spec/model_spec.hpp"
+#include "models/spec/training.hpp"
+
+namespace plumb {
+namespace {
+
+constexpr std::int64_t kMaxParallel = 1'048'576;
+
+}  // namespace
+
+Recompute read_recompute(const Json& value, const std::string& pointer, const SourceFile& src) {
+  Recompute rc;
+  const Json* v = &value;
+  auto apply = [&](const std::string& word, const std::string& at) {
+    if (word == "none") return;
+    if (word == "full") rc.full = true;
+    else if (word == "selective" || word == "core_attention") rc.core_attention = true;
+    else if (word == "norm") rc.norms = true;
+    else if (word == "mla_up_proj") rc.mla_up_proj = true;
+    else if (word == "activation") rc.activation = true;
+    else {
+      std::vector<std::string> words{"none", "selective", "full", "core_attention", "norm", "mla_up_proj", "activation"};
+      std::string hint = nearest_word(word, words);
+      src.error(at, fmt::format("\"{}\" is not a recomputation: use \"none\", \"selective\", \"full\" or a list of "
+                                       "\"core_attention\", \"norm\", \"mla_up_proj\", \"activation\"{}",
+                                       word, hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
+    }
+  };
+  if (v->is_string()) {
+    apply(v->get<std::string>(), pointer);
+    rc.label = v->get<std::string>();
+  } else if (v->is_array()) {
+    std::vector<std::string> words;
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      std::string at = json_pointer_append(pointer, std::to_string(i));
+      if (!(*v)[i].is_string()) {
+        src.error(at, fmt::format("expected a recomputation name, found {}", json_brief((*v)[i])));
+        continue;
+      }
+      apply((*v)[i].get<std::string>(), at);
+      words.push_back((*v)[i].get<std::string>());
+    }
+    rc.label = words.empty() ? "none" : fmt::format("{}", fmt::join(words, "+"));
+  } else {
+    src.error(pointer, fmt::format("expected \"none\", \"selective\", \"full\" or a list, found {}", json_brief(*v)));
+  }
+  return rc;
+}
+
+namespace {
+
+Recompute read_recompute(ObjectReader& r) {
+  const Json* v = r.child("recompute", Need::optional);
+  return v ? read_recompute(*v, r.pointer("recompute"), r.source()) : Recompute{};
+}
+
+std::vector<std::string> read_order(ObjectReader& r) {
+  std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};
+  auto text = r.string("order", Need::optional);
+  if (!text) return order;
+  std::vector<std::string> parsed;
+  std::size_t start = 0;
+  while (start <= text->size()) {
+    std::size_t dash = text->find('-', start);
+    parsed.push_back(text->substr(start, dash == std::string::npos ? std::string::npos : dash - start));
+    if (dash == std::string::npos) break;
+    start = dash + 1;
+  }
+  std::vector<std::string> sorted = parsed, expected = order;
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(expected.begin(), expected.end());
+  if (sorted != expected) {
+    r.error("order", fmt::format("\"{}\" must name each of tp, cp, ep, dp, pp once, innermost first, "
+                                 "e.g. \"tp-cp-ep-dp-pp\"", *text));
+    return order;
+  }
+  return parsed;
+}
+
+}  // namespace
+
+ParallelLayout read_parallel(ObjectReader& r) {
+  ParallelLayout p;
+  auto size = [&](const char* key) { return r.integer(key, Need::optional, 1, kMaxParallel).value_or(1); };
+  p.tp = size("tp");
+  p.pp = size("pp");
+  p.dp = size("dp");
+  p.cp = size("cp");
+  p.ep = size("ep");
+  p.etp = size("etp");
+  p.vp = size("vp");
+  p.zero = static_cast<int>(r.integer("zero", Need::optional, 0, 3).value_or(0));
+  p.schedule = r.choice<ScheduleKind>("schedule", Need::optional, schedule_names()).value_or(ScheduleKind::one_f_one_b);
+  p.micro_batch = r.integer("micro_batch", Need::optional, 1, 1'000'000).value_or(1);
+  p.recompute = read_recompute(r);
+  p.sequence_parallel = r.boolean("sequence_parallel", Need::optional).value_or(p.tp > 1);
+  p.comm_sms = static_cast<std::int32_t>(r.integer("comm_sms", Need::optional, 1, 1024).value_or(20));
+  p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
+  p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
+  p.order = read_order(r);
+  p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
+                .value_or(PipelineSplit::even);
+  if (const Json* list = r.child("stage_layers", Need::optional)) {
+    if (r.has("split")) r.error("stage_layers", "give either \"split\" or \"stage_layers\", not both");
+    p.split = PipelineSplit::explicit_list;
+    if (!list->is_array() || list->empty()) {
+      r.error("stage_layers", "expected a list of layer counts, one per pipeline stage, e.g. [4, 4, 4, 3]");
+    } else {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const Json& n = (*list)[i];
+        if (!n.is_number_integer() || n.get<std::int64_t>() < 0) {
+          r.source().error(json_pointer_append(r.pointer("stage_layers"), std::to_string(i)),
+                           fmt::format("expected a layer count ≥ 0, found {}", json_brief(n)));
+          continue;
+        }
+        p.stage_layers.push_back(n.get<std::int64_t>());
+      }
+    }
+  }
+  return p;
+}
+
+std::int64_t microbatches(const ParallelLayout& layout, const TrainingSpec& training) {
+  return training.global_batch / (layout.micro_batch * layout.dp);
+}
+
+std::vector<std::int64_t> balanced_split(std::int64_t layers, std::int64_t mtp_depth, std::int64_t stages) {
+  if (stages == 1) return {layers};
+  std::int64_t slots = layers + 2 + mtp_depth;
+  std::int64_t base = slots / stages, extra = slots % stages;
+  std::vector<std::int64_t> split(static_cast<std::size_t>(stages), base);
+  // Extra slots go to the middle stages, which carry neither the embedding nor the head.
+  for (std::int64_t i = 0; i < extra; ++i) split[static_cast<std::size_t>(1 + i % std::max<std::int64_t>(1, stages - 2))] += 1;
+  split.front() -= 1;
+  split.back() -= 1 + mtp_depth;
+  if (std::any_of(split.begin(), split.end(), [](std::int64_t n) { return n < 0; })) return {};
+  return split;
+}
+
+void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& cluster, const TrainingSpec& training,
+                     const SourceFile& src) {
+  auto error = [&](const char* pointer, std::string message) { src.error(pointer, std::move(message)); };
+  if (p.gpus() != cluster.gpus())
+    error("/parallel", fmt::format("tp {} × cp {} × pp {} × dp {} = {} GPUs, but the cluster has {} nodes × {} = {} GPUs",
+                                   p.tp, p.cp, p.pp, p.dp, p.gpus(), cluster.nodes, cluster.fabric.gpus_per_node,
+                                   cluster.gpus()));
+  // Tensor parallelism splits heads and hidden widths.
+  const AttentionSpec& a = model.attention;
+  if (a.heads % p.tp != 0) error("/parallel/tp", fmt::format("tp {} does not divide the {} attention heads", p.tp, a.heads));
+  else if (a.kind == AttentionKind::gqa && a.kv_heads % p.tp != 0)
+    error("/parallel/tp", fmt::format("tp {} does not divide the {} key/value heads", p.tp, a.kv_heads));
+  if (!model.moe || model.moe->first_dense_layers > 0) {
+    if (model.mlp.ffn_hidden % p.tp != 0)
+      error("/parallel/tp", fmt::format("tp {} does not divide the MLP width {}", p.tp, model.mlp.ffn_hidden));
+  }
+  // Experts fold over the same GPUs as the dense layers: ep × etp × edp = tp × cp × dp.
+  if (model.moe) {
+    if (model.moe->experts % p.ep != 0)
+      error("/parallel/ep", fmt::format("ep {} does not divide the {} routed experts", p.ep, model.moe->experts));
+    if ((p.tp * p.cp * p.dp) % (p.ep * p.etp) != 0)
+      error("/parallel/ep", fmt::format("ep {} × etp {} = {} does not divide tp {} × cp {} × dp {} = {}", p.ep, p.etp,
+                                        p.ep * p.etp, p.tp, p.cp, p.dp, p.tp * p.cp * p.dp));
+    if (model.moe->expert_ffn_hidden % p.etp != 0)
+      error("/parallel/etp", fmt::format("etp {} does not divide the expert width {}", p.etp, model.moe->expert_ffn_hidden));
+  } else {
+    if (p.ep != 1) error("/parallel/ep", fmt::format("ep {} needs an MoE model; {} has no experts", p.ep, model.name));
+    if (p.etp != 1) error("/parallel/etp", fmt::format("etp {} needs an MoE model; {} has no experts", p.etp, model.name));
+  }
+  // Sequence sharding: Megatron splits each sequence into 2·cp chunks for causal load balance.
+  if (p.cp > 1 && training.seq_len % (2 * p.cp) != 0)
+    error("/training/seq_len", fmt::format("seq_len {} is not a multiple of 2·cp = {} (context parallelism splits each "
+                                           "sequence into 2·cp chunks)", training.seq_len, 2 * p.cp));
+  if (p.comm_sms >= cluster.gpu.sms)
+    error("/parallel/comm_sms", fmt::format("communication kernels cannot hold {} SMs of the {} the GPU has; give fewer", p.comm_sms,
+                                            cluster.gpu.sms));
+  if (p.sequence_parallel && (training.seq_len / p.cp) % p.tp != 0)
+    error("/parallel/sequence_parallel", fmt::format("sequence parallelism needs seq_len / cp = {} to be a multiple of tp {}",
+                                                     training.seq_len / p.cp, p.tp));
+  if (model.position == PositionKind::learned && training.seq_len > model.max_seq)
+    error("/training/seq_len", fmt::format("seq_len {} exceeds the {} learned positions of {}", training.seq_len,
+                                           model.max_seq, model.name));
+  // Batch: every DP replica runs the same whole number of micro-batches.
+  if (training.global_batch % (p.micro_batch * p.dp) != 0) {
+    error("/training/global_batch", fmt::format("{} sequences are not a multiple of micro_batch {} × dp {} = {}",
+                                                training.global_batch, p.micro_batch, p.dp, p.micro_batch * p.dp));
+  } else {
+    for (const ScheduleViolation& v : schedule_constraint_violations(p.schedule, p.pp, p.vp, microbatches(p, training))) {
+      std::string why = v.field != "micro_batch" ? "" : fmt::format(" (m = global_batch {} / (micro_batch {} × dp {}))",
+                                                                   training.global_batch, p.micro_batch, p.dp);
+      src.error("/parallel/" + v.field, v.message + why);
+    }
+  }
+  // Layers over stages.
+  std::int64_t stages = p.stages();
+  switch (p.split) {
+    case PipelineSplit::even:
+      if (model.layers % stages != 0)
+        error("/parallel/pp", fmt::format("{} pipeline stages ({} with {}) do not divide {} layers; set \"split\": "
+                                          "\"balanced\" or give \"stage_layers\"", stages, schedule_name(p.schedule),
+                                          p.pp == stages ? fmt::format("pp {}", p.pp) : fmt::format("pp {}, vp {}", p.pp, p.vp),
+                                          model.layers));
+      else p.stage_layers.assign(static_cast<std::size_t>(stages), model.layers / stages);
+      break;
+    case PipelineSplit::balanced:
+      p.stage_layers = balanced_split(model.layers, model.mtp_depth, stages);
+      if (p.stage_layers.empty())
+        error("/parallel/split", fmt::format("{} layers with embedding, head and {} MTP module(s) are too few for {} stages",
+                                             model.layers, model.mtp_depth, stages));
+      break;
+    case PipelineSplit::explicit_list: {
+      std::int64_t sum = std::accumulate(p.stage_layers.begin(), p.stage_layers.end(), std::int64_t{0});
+      if (static_cast<std::int64_t>(p.stage_layers.size()) != stages || sum != model.layers)
+        error("/parallel/stage_layers", fmt::format("expected {} stage counts summing to {} layers, got {} summing to {}",
+                                                    stages, model.layers, p.stage_layers.size(), sum));
+      break;
+    }
+  }
+}
+
+}  // namespace plumb

@@ -1,0 +1,75 @@
+#pragma once
+// How a job is laid out on the cluster: parallel sizes, ZeRO stage, schedule, micro-batching and
+// recomputation, plus how the model's layers are split over pipeline stages.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/input/json_reader.hpp"
+#include "models/schedules/registry.hpp"
+
+namespace plumb {
+
+struct ModelSpec;
+struct Cluster;
+struct TrainingSpec;
+
+// Which saved activations are dropped and recomputed in backward.
+struct Recompute {
+  bool full = false;            // keep only each layer's input (Korthikanti et al. "full")
+  bool core_attention = false;  // softmax/dropout of attention (Korthikanti et al. "selective")
+  bool norms = false;           // norm outputs (DeepSeek-V3 §3.2.3)
+  bool mla_up_proj = false;     // MLA up-projection outputs (DeepSeek-V3 §3.2.3)
+  bool activation = false;      // MLP activation-function outputs (SwiGLU/GeLU; DeepSeek-V3 §3.3.3)
+  std::string label = "none";
+};
+
+enum class PipelineSplit { even, balanced, explicit_list };
+
+struct ParallelLayout {
+  std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1, vp = 1;
+  int zero = 0;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  std::int64_t micro_batch = 1;
+  Recompute recompute;
+  bool sequence_parallel = false;
+  // SMs a communication kernel holds while it runs; compute beside it gets the rest. Default 20, what
+  // DeepSeek-V3 gave its all-to-all and PP kernels on a 132-SM H800 (report §3.2.2).
+  std::int32_t comm_sms = 20;
+  // Pipeline sends overlap compute (Megatron-LM's --overlap-p2p-communication, DualPipe). false: each
+  // op waits for its send to finish, as Megatron-LM's blocking send/receive did at SC'21.
+  bool overlap_p2p = true;
+  // Each stage's gradient reduction starts once its own gradients are done, overlapping the rest of
+  // the backward (Megatron-LM's --overlap-grad-reduce, PyTorch DDP buckets). false: every reduction
+  // waits for the whole backward, as Megatron-LM did at SC'21.
+  bool overlap_grad_reduce = true;
+  std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
+  PipelineSplit split = PipelineSplit::even;
+  std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout
+
+  std::int64_t gpus() const { return tp * cp * pp * dp; }
+  std::int64_t edp() const { return tp * cp * dp / (ep * etp); }  // expert data parallel
+  std::int64_t dense_dp_shards() const { return dp * cp; }        // ZeRO shards dense states over DP×CP
+  std::int64_t stages() const { return stage_count(schedule, pp, vp); }
+};
+
+// A recomputation choice: "none", "selective", "full" or a list of what to recompute.
+Recompute read_recompute(const Json& value, const std::string& pointer, const SourceFile& src);
+
+// Reads /parallel (its own keys only; cross-field rules are checked by finalize_layout).
+ParallelLayout read_parallel(ObjectReader& r);
+
+// Checks every rule that ties the layout to the model, cluster and batch, and fills stage_layers.
+// Each violation is a diagnostic at the scenario field it concerns, with the numbers.
+void finalize_layout(ParallelLayout& layout, const ModelSpec& model, const Cluster& cluster,
+                     const TrainingSpec& training, const SourceFile& src);
+
+// Micro-batches per pipeline per step: global_batch / (micro_batch × dp).
+std::int64_t microbatches(const ParallelLayout& layout, const TrainingSpec& training);
+
+// Layers per stage for the "balanced" split: the embedding, the loss/head and each MTP module count
+// as one layer (Megatron-LM's --account-for-embedding/loss-in-pipeline-split); leftover slots go to
+// the middle stages. Returns an empty vector when some stage would hold a negative number of layers.
+std::vector<std::int64_t> balanced_split(std::int64_t layers, std::int64_t mtp_depth, std::int64_t stages);
+
+}  // namespace plumb

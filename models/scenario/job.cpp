@@ -1,0 +1,87 @@
+#include "models/scenario/job.hpp"
+
+#include <fmt/format.h>
+
+#include "models/input/catalogue.hpp"
+#include "models/spec/model_reader.hpp"
+#include "models/parallel/placement.hpp"
+
+namespace plumb {
+
+void apply_override(Json& doc, const std::string& assignment, SourceFile& src) {
+  std::string flag = "--set " + assignment;
+  auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    src.diagnostics->add("--set", "", fmt::format("\"{}\" is not key=value (e.g. --set parallel.pp=8)", assignment));
+    return;
+  }
+  std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;  // bare words are strings: --set parallel.schedule=1f1b
+  Json* node = &doc;
+  std::string pointer;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = path.find('.', start);
+    std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (key.empty()) {
+      src.diagnostics->add("--set", "", fmt::format("\"{}\" has an empty key", path));
+      return;
+    }
+    if (!node->is_object()) {
+      src.error(pointer, fmt::format("cannot set \"{}\": {} is {}, not an object ({})", path, pointer,
+                                     json_brief(*node), flag));
+      return;
+    }
+    pointer = json_pointer_append(pointer, key);
+    if (dot == std::string::npos) {
+      (*node)[key] = value;
+      src.overrides[pointer] = flag;
+      return;
+    }
+    node = &(*node)[key];
+    if (node->is_null()) *node = Json::object();
+    start = dot + 1;
+  }
+}
+
+Job load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  Diagnostics diagnostics;
+  SourceFile src{path.string(), path.parent_path(), &diagnostics, {}};
+  Json doc = load_json_file(path, src);
+  diagnostics.throw_if_any();
+  for (const std::string& assignment : overrides) apply_override(doc, assignment, src);
+  diagnostics.throw_if_any();
+
+  Job job;
+  job.file = path.string();
+  std::optional<ModelSpec> model;
+  std::optional<Cluster> cluster;
+  {
+    ObjectReader r(doc, "", src);
+    job.name = r.string("name", Need::optional).value_or(path.stem().string());
+    r.string("description", Need::optional);
+    if (const Json* m = r.child("model", Need::required)) model = read_model(*m, "/model", src);
+    if (const Json* c = r.child("cluster", Need::required)) cluster = read_cluster(*c, "/cluster", src);
+    if (const Json* p = r.child("parallel", Need::required)) {
+      ObjectReader pr(*p, "/parallel", src);
+      job.layout = read_parallel(pr);
+    }
+    if (const Json* t = r.child("training", Need::required)) {
+      ObjectReader tr(*t, "/training", src);
+      job.training = read_training(tr);
+    }
+    if (const Json* p = r.child("plan", Need::optional)) job.plan = *p;
+  }
+  diagnostics.throw_if_any();
+  job.model = std::move(*model);
+  job.cluster = std::move(*cluster);
+  finalize_layout(job.layout, job.model, job.cluster, job.training, src);
+  std::string why;
+  if (diagnostics.empty() && !Placement::make(job.layout, job.cluster.fabric.gpus_per_node, &why))
+    src.error("/parallel/order", why);
+  diagnostics.throw_if_any();
+  return job;
+}
+
+}  // namespace plumb

@@ -1,0 +1,34 @@
+#pragma once
+// One training job: what a scenario file describes, fully resolved and checked.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "models/hardware/hardware.hpp"
+#include "models/parallel/layout.hpp"
+#include "models/spec/model_spec.hpp"
+#include "models/spec/training.hpp"
+
+namespace plumb {
+
+struct Job {
+  std::string name;
+  std::string file;  // the scenario as the user named it
+  ModelSpec model;
+  Cluster cluster;
+  ParallelLayout layout;
+  TrainingSpec training;
+  Json plan;  // the scenario's "plan" section as written (read by models/plan_space), null if absent
+
+  std::int64_t microbatches() const { return plumb::microbatches(layout, training); }
+};
+
+// Reads a scenario file, applies command-line overrides ("parallel.pp=8"), checks everything and
+// throws InputError listing every problem found.
+Job load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+
+// Applies "a.b.c=value" to a JSON document (value parsed as JSON, else taken as a string);
+// records the pointer in `src.overrides`. Bad syntax or a path through a non-object is reported.
+void apply_override(Json& doc, const std::string& assignment, SourceFile& src);
+
+}  // namespace plumb

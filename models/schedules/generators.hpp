@@ -1,0 +1,18 @@
+#pragma once
+// The generators of the schedule families, one file each, called only through the registry
+// (schedule_for), which has already sized `s` (kind, layout, ranks, stages, micro-batches, vp) and
+// checked the family's constraints. Each appends every rank's ops in execution order.
+#include "models/schedules/pipeline.hpp"
+
+namespace plumb {
+
+// One forward or backward op of micro-batch `mb` on model stage `stage`.
+PipeOp stage_op(OpKind kind, std::int64_t mb, std::int64_t stage);
+
+void generate_gpipe(PipelineSchedule& s, const OpTimes& times);
+void generate_one_f_one_b(PipelineSchedule& s, const OpTimes& times);
+void generate_interleaved(PipelineSchedule& s, const OpTimes& times);
+void generate_zero_bubble(PipelineSchedule& s, const OpTimes& times);  // ZB-H1, ZB-H2, ZB-V
+void generate_dualpipe(PipelineSchedule& s, const OpTimes& times);     // DualPipe, DualPipeV
+
+}  // namespace plumb

@@ -1,0 +1,163 @@
+#include "models/schedules/registry.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+#include "models/schedules/generators.hpp"
+
+namespace plumb {
+namespace {
+
+using Violations = std::vector<ScheduleViolation>;
+
+void no_constraints(const ScheduleShape&, Violations&) {}
+
+void interleaved_constraints(const ScheduleShape& s, Violations& v) {
+  if (s.vp < 2) v.push_back({"vp", fmt::format("the interleaved schedule needs vp ≥ 2 virtual stages per rank, got vp {}", s.vp)});
+  if (s.ranks < 2) v.push_back({"pp", "the interleaved schedule needs a pipeline (pp ≥ 2) to interleave"});
+  if (s.microbatches % s.ranks != 0)
+    v.push_back({"micro_batch", fmt::format("the interleaved schedule needs the {} micro-batches to be a multiple of "
+                                            "pp {} (Megatron's micro-batch group rule)", s.microbatches, s.ranks)});
+}
+
+void zb_v_constraints(const ScheduleShape& s, Violations& v) {
+  if (s.microbatches < s.ranks)
+    v.push_back({"micro_batch", fmt::format("zb-v needs at least pp = {} micro-batches, got {}", s.ranks, s.microbatches)});
+}
+
+void dualpipe_constraints(const ScheduleShape& s, Violations& v) {
+  if (s.ranks % 2 != 0) v.push_back({"pp", fmt::format("dualpipe needs an even number of pipeline ranks, got pp {}", s.ranks)});
+  if (s.microbatches % 2 != 0 || s.microbatches < 2 * s.ranks)
+    v.push_back({"micro_batch", fmt::format("dualpipe needs an even number of micro-batches ≥ 2·pp = {}, got {}",
+                                            2 * s.ranks, s.microbatches)});
+}
+
+void dualpipe_v_constraints(const ScheduleShape& s, Violations& v) {
+  if (s.microbatches < 2 * s.ranks)
+    v.push_back({"micro_batch", fmt::format("dualpipev needs micro-batches ≥ 2·pp = {}, got {}", 2 * s.ranks, s.microbatches)});
+}
+
+double hops(const ScheduleShape& s) { return static_cast<double>(s.ranks - 1); }
+
+// (p−1)(F+B): GPipe and 1F1B (DualPipe README table; Narayanan et al. SC'21 (p−1)/m of the ideal time).
+// Interleaved: (1/v)(p−1)(F+B) with F, B a whole rank's layers, i.e. (p−1) of one virtual stage's F+B.
+std::optional<double> one_f_one_b_bubble(const ScheduleShape& s, const OpTimes& t) {
+  return hops(s) * (t.forward + t.backward());
+}
+// ZB-H1: (p−1)(T_F+T_B−T_W) with T_B the input gradient (Qi et al. Table; DualPipe's (PP−1)(F+B−2W)).
+std::optional<double> zb_h1_bubble(const ScheduleShape& s, const OpTimes& t) {
+  return hops(s) * (t.forward + t.input_grad - t.weight_grad);
+}
+// ZB-H2: (p−1)(T_F+T_B−2T_W), none when negative (Qi et al. Table).
+std::optional<double> zb_h2_bubble(const ScheduleShape& s, const OpTimes& t) {
+  return std::max(0.0, hops(s) * (t.forward + t.input_grad - 2 * t.weight_grad));
+}
+// ZB-V: 0 when T_F = T_B = T_W (Qi et al.); no closed form otherwise.
+std::optional<double> zb_v_bubble(const ScheduleShape&, const OpTimes& t) {
+  if (t.forward == t.input_grad && t.input_grad == t.weight_grad) return 0.0;
+  return std::nullopt;
+}
+// DualPipe and DualPipeV: (PP/2−1)(F&B+B−3W) with PP the pipeline's stages (DualPipe README table); exact
+// when the input gradient costs as much as the forward, a bound otherwise.
+std::optional<double> dualpipe_bubble(const ScheduleShape& s, const OpTimes& t) {
+  return (static_cast<double>(s.ranks) / 2 - 1) * (t.overlapped_pair() + t.backward() - 3 * t.weight_grad);
+}
+std::optional<double> dualpipe_v_bubble(const ScheduleShape& s, const OpTimes& t) {
+  return hops(s) * (t.overlapped_pair() + t.backward() - 3 * t.weight_grad);
+}
+
+const std::vector<ScheduleFamily> kFamilies{
+    {ScheduleKind::gpipe, "gpipe", StageLayout::straight, "Huang et al. 2019 (GPipe)", false, false, false, false,
+     generate_gpipe, [](std::int64_t, const ScheduleShape& s) { return s.microbatches; }, no_constraints,
+     one_f_one_b_bubble, BubbleConvention::makespan},
+    {ScheduleKind::one_f_one_b, "1f1b", StageLayout::straight, "Narayanan et al. 2021 (PipeDream-flush)", false, false,
+     false, false, generate_one_f_one_b, [](std::int64_t r, const ScheduleShape& s) { return s.ranks - r; },
+     no_constraints, one_f_one_b_bubble, BubbleConvention::makespan},
+    {ScheduleKind::interleaved, "interleaved", StageLayout::round_robin, "Narayanan et al. SC'21 §2.2", true, false,
+     false, false, generate_interleaved,
+     [](std::int64_t r, const ScheduleShape& s) { return 2 * (s.ranks - r - 1) + (s.vp - 1) * s.ranks + 1; },
+     interleaved_constraints, one_f_one_b_bubble, BubbleConvention::makespan},
+    {ScheduleKind::zb_h1, "zb-h1", StageLayout::straight, "Qi et al. ICLR 2024", false, true, false, true,
+     generate_zero_bubble, [](std::int64_t r, const ScheduleShape& s) { return s.ranks - r; }, no_constraints,
+     zb_h1_bubble, BubbleConvention::makespan},
+    {ScheduleKind::zb_h2, "zb-h2", StageLayout::straight, "Qi et al. ICLR 2024", false, true, false, true,
+     generate_zero_bubble, [](std::int64_t r, const ScheduleShape& s) { return 2 * (s.ranks - r) - 1; },
+     no_constraints, zb_h2_bubble, BubbleConvention::span},
+    {ScheduleKind::zb_v, "zb-v", StageLayout::v_shape, "Qi et al. ICLR 2024 §6", false, true, false, true,
+     generate_zero_bubble, [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks; }, zb_v_constraints,
+     zb_v_bubble, BubbleConvention::span},
+    {ScheduleKind::dualpipe, "dualpipe", StageLayout::mirrored, "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe",
+     false, true, true, false, generate_dualpipe,
+     [](std::int64_t, const ScheduleShape& s) { return s.ranks + 1; }, dualpipe_constraints, dualpipe_bubble,
+     BubbleConvention::makespan},
+    {ScheduleKind::dualpipe_v, "dualpipev", StageLayout::v_shape, "deepseek-ai/DualPipe (DualPipeV)", false, true,
+     true, false, generate_dualpipe, [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks + 1; },
+     dualpipe_v_constraints, dualpipe_v_bubble, BubbleConvention::makespan},
+};
+
+}  // namespace
+
+const std::vector<ScheduleFamily>& schedule_families() { return kFamilies; }
+
+const ScheduleFamily& schedule_family(ScheduleKind kind) {
+  for (const ScheduleFamily& f : kFamilies)
+    if (f.kind == kind) return f;
+  throw ScheduleError("unknown schedule kind");
+}
+
+std::string_view schedule_name(ScheduleKind s) { return schedule_family(s).name; }
+
+const std::vector<std::pair<std::string, ScheduleKind>>& schedule_names() {
+  static const std::vector<std::pair<std::string, ScheduleKind>> names = [] {
+    std::vector<std::pair<std::string, ScheduleKind>> out;
+    for (const ScheduleFamily& f : kFamilies) out.emplace_back(std::string(f.name), f.kind);
+    return out;
+  }();
+  return names;
+}
+
+std::int64_t stage_count(ScheduleKind s, std::int64_t pp, std::int64_t vp) {
+  return stage_count(schedule_family(s).layout, pp, vp);
+}
+
+std::vector<std::int64_t> stages_of_rank(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp) {
+  return stages_of_rank(schedule_family(s).layout, r, pp, vp);
+}
+
+double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
+                                        std::int64_t m) {
+  const ScheduleFamily& f = schedule_family(s);
+  const auto held = static_cast<std::int64_t>(stages_of_rank(f.layout, r, pp, vp).size());
+  return static_cast<double>(std::min(f.peak_inflight(r, ScheduleShape{pp, m, vp}), m * held));
+}
+
+std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
+                                                              std::int64_t m) {
+  const ScheduleFamily& f = schedule_family(s);
+  std::vector<ScheduleViolation> v;
+  if (!f.interleaves && vp != 1)
+    v.push_back({"vp", fmt::format("vp {} applies only to the interleaved schedule; {} needs vp 1", vp, f.name)});
+  f.constraints(ScheduleShape{pp, m, vp}, v);
+  return v;
+}
+
+PipelineSchedule schedule_for(ScheduleKind kind, const ScheduleShape& shape, const OpTimes& op_times) {
+  if (shape.ranks < 1 || shape.microbatches < 1 || shape.vp < 1)
+    throw ScheduleError(fmt::format("ranks, micro-batches and vp must be at least 1 (got {}, {}, {})", shape.ranks,
+                                    shape.microbatches, shape.vp));
+  std::vector<ScheduleViolation> violations = schedule_constraint_violations(kind, shape.ranks, shape.vp, shape.microbatches);
+  if (!violations.empty()) throw ScheduleError(violations.front().message);
+  const ScheduleFamily& f = schedule_family(kind);
+  PipelineSchedule s;
+  s.kind = kind;
+  s.layout = f.layout;
+  s.ranks = shape.ranks;
+  s.microbatches = shape.microbatches;
+  s.vp = shape.vp;
+  s.stages = stage_count(f.layout, shape.ranks, shape.vp);
+  s.ops.resize(static_cast<std::size_t>(shape.ranks));
+  f.generate(s, op_times);
+  return s;
+}
+
+}  // namespace plumb

@@ -1,0 +1,136 @@
+// Hugging Face config.json → ModelSpec. A foreign format: only the keys that shape the architecture
+// are read (the rest — token ids, dtypes, rope scaling — do not change parameter counts or memory);
+// a family plumb does not know, or a variant of a known family it cannot represent, is an error.
+#include <fmt/format.h>
+
+#include "models/input/catalogue.hpp"
+#include "models/spec/model_reader.hpp"
+
+namespace plumb {
+namespace {
+
+enum class Family { llama, mixtral, qwen2_moe, qwen3, qwen3_moe, qwen2, deepseek };
+
+struct HfReader {
+  const Json& doc;
+  const SourceFile& src;
+
+  std::int64_t integer(const char* key, std::optional<std::int64_t> fallback = std::nullopt) const {
+    if (doc.contains(key) && doc[key].is_number_integer() && doc[key].get<std::int64_t>() >= 0)
+      return doc[key].get<std::int64_t>();
+    if (doc.contains(key) && !doc[key].is_null())
+      src.error(json_pointer_append("", key), fmt::format("expected a non-negative whole number, found {}", json_brief(doc[key])));
+    else if (!fallback)
+      src.error("", fmt::format("missing key \"{}\"", key));
+    return fallback.value_or(1);
+  }
+  bool flag(const char* key, bool fallback) const {
+    return doc.contains(key) && doc[key].is_boolean() ? doc[key].get<bool>() : fallback;
+  }
+};
+
+std::optional<Family> family_of(const std::string& model_type) {
+  if (model_type == "llama" || model_type == "mistral") return Family::llama;
+  if (model_type == "mixtral") return Family::mixtral;
+  if (model_type == "qwen2") return Family::qwen2;
+  if (model_type == "qwen2_moe") return Family::qwen2_moe;
+  if (model_type == "qwen3") return Family::qwen3;
+  if (model_type == "qwen3_moe") return Family::qwen3_moe;
+  if (model_type == "deepseek_v3" || model_type == "deepseek_v2") return Family::deepseek;
+  return std::nullopt;
+}
+
+void require_every_layer_sparse(const HfReader& hf, const char* step_key) {
+  if (hf.doc.contains(step_key) && hf.doc[step_key] != 1)
+    hf.src.error(json_pointer_append("", step_key), "only every-layer MoE (1) is modelled");
+  if (hf.doc.contains("mlp_only_layers") && hf.doc["mlp_only_layers"].is_array() && !hf.doc["mlp_only_layers"].empty())
+    hf.src.error("/mlp_only_layers", "dense layers interleaved among MoE layers are not modelled");
+}
+
+}  // namespace
+
+std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const SourceFile& from,
+                                        const std::string& pointer) {
+  SourceFile file = source_for(path, from);
+  std::size_t errors_before = from.diagnostics->size();
+  Json doc = load_json_file(path, file);
+  if (doc.is_discarded()) return std::nullopt;
+  if (!doc.is_object()) {
+    file.error("", "expected a Hugging Face config object");
+    return std::nullopt;
+  }
+  std::string model_type = doc.value("model_type", std::string{});
+  std::optional<Family> family = family_of(model_type);
+  if (!family) {
+    file.error("/model_type", fmt::format("model_type \"{}\" is not supported; plumb reads llama, mistral, mixtral, "
+                                          "qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2 and deepseek_v3 configs "
+                                          "(referenced from {}: {})", model_type, from.name, pointer));
+    return std::nullopt;
+  }
+  HfReader hf{doc, file};
+  ModelSpec m;
+  m.name = doc.value("_name_or_path", path.parent_path().filename().string());
+  m.display_name = m.name;
+  m.source = fmt::format("Hugging Face config {}", file.name);
+  m.hidden = hf.integer("hidden_size");
+  m.layers = hf.integer("num_hidden_layers");
+  m.vocab = hf.integer("vocab_size");
+  m.max_seq = hf.integer("max_position_embeddings", 0);
+  m.tied_embeddings = hf.flag("tie_word_embeddings", false);
+  m.mlp = {MlpKind::swiglu, hf.integer("intermediate_size", 0)};
+  AttentionSpec& a = m.attention;
+  a.heads = hf.integer("num_attention_heads");
+  if (*family == Family::deepseek) {
+    a.kind = AttentionKind::mla;
+    a.kv_heads = a.heads;
+    a.q_lora_rank = hf.integer("q_lora_rank", 0);  // null in DeepSeek-V2-Lite: no query compression
+    a.kv_lora_rank = hf.integer("kv_lora_rank");
+    a.qk_nope_head_dim = hf.integer("qk_nope_head_dim");
+    a.qk_rope_head_dim = hf.integer("qk_rope_head_dim");
+    a.v_head_dim = hf.integer("v_head_dim");
+    MoeSpec e;
+    e.experts = hf.integer("n_routed_experts");
+    e.top_k = hf.integer("num_experts_per_tok");
+    e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
+    e.shared_experts = hf.integer("n_shared_experts", 0);
+    e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
+    e.first_dense_layers = hf.integer("first_k_dense_replace", 0);
+    e.router_bias = doc.value("topk_method", std::string{}) == "noaux_tc";  // e_score_correction_bias
+    // Group-limited routing (n_group/topk_group); DeepSeek-V3 sizes its EP groups so a group is a node.
+    if (hf.integer("n_group", 1) > 1) e.max_nodes = hf.integer("topk_group", 0);
+    require_every_layer_sparse(hf, "moe_layer_freq");
+    m.moe = e;
+    m.mtp_depth = hf.integer("num_nextn_predict_layers", 0);
+  } else {
+    a.kv_heads = hf.integer("num_key_value_heads", a.heads);
+    a.kind = a.kv_heads == a.heads ? AttentionKind::mha : AttentionKind::gqa;
+    a.head_dim = hf.integer("head_dim", a.heads > 0 ? m.hidden / a.heads : 1);
+    a.qk_norm = *family == Family::qwen3 || *family == Family::qwen3_moe;
+    a.qkv_bias = *family == Family::qwen2 || *family == Family::qwen2_moe || hf.flag("attention_bias", false);
+  }
+  if (*family == Family::mixtral) {
+    m.moe = MoeSpec{.experts = hf.integer("num_local_experts"), .top_k = hf.integer("num_experts_per_tok"),
+                    .expert_ffn_hidden = m.mlp.ffn_hidden};
+  } else if (*family == Family::qwen2_moe || *family == Family::qwen3_moe) {
+    MoeSpec e;
+    e.experts = hf.integer("num_experts");
+    e.top_k = hf.integer("num_experts_per_tok");
+    e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
+    if (std::int64_t shared = hf.integer("shared_expert_intermediate_size", 0); shared > 0) {
+      e.shared_experts = 1;  // Qwen-MoE's shared expert is one wide MLP with a sigmoid gate
+      e.shared_expert_ffn_hidden = shared;
+      e.shared_expert_gate = true;
+    }
+    require_every_layer_sparse(hf, "decoder_sparse_step");
+    m.moe = e;
+  }
+  if (from.diagnostics->size() != errors_before) return std::nullopt;
+  if (m.hidden < 1 || m.layers < 1 || m.vocab < 1 || a.heads < 1 || a.kv_heads < 1 || a.heads % a.kv_heads != 0) {
+    file.error("", "hidden_size, num_hidden_layers, vocab_size and attention heads must be positive, and "
+                   "num_attention_heads a multiple of num_key_value_heads");
+    return std::nullopt;
+  }
+  return m;
+}
+
+}  // namespace plumb

@@ -1,0 +1,19 @@
+#pragma once
+// Reads a model from a scenario's "model" value: a preset name, a path to a model JSON file,
+// {"hf_config": "path/config.json"}, or an inline object in plumb's model schema.
+#include <optional>
+#include <string>
+
+#include "models/input/json_reader.hpp"
+#include "models/spec/model_spec.hpp"
+
+namespace plumb {
+
+std::optional<ModelSpec> read_model(const Json& value, const std::string& pointer, const SourceFile& src);
+// plumb's own model schema (models/presets/*.json).
+std::optional<ModelSpec> read_model_object(const Json& value, const std::string& pointer, const SourceFile& src);
+// A Hugging Face config.json of the Llama, Mistral, Mixtral, Qwen2/3 (MoE) or DeepSeek-V2/V3 family.
+std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const SourceFile& from,
+                                        const std::string& pointer);
+
+}  // namespace plumb

@@ -1,0 +1,85 @@
+#include "models/spec/training.hpp"
+
+#include <fmt/format.h>
+
+namespace plumb {
+namespace {
+
+double dtype_bytes(ObjectReader& r, std::string_view key, double fallback, bool allow_none) {
+  std::vector<std::pair<std::string, double>> options{{"fp32", 4.0}, {"bf16", 2.0}, {"fp16", 2.0}};
+  if (allow_none) options.emplace_back("none", 0.0);
+  return r.choice<double>(key, Need::optional, options).value_or(fallback);
+}
+
+}  // namespace
+
+std::string_view precision_name(Precision p) {
+  switch (p) {
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp8: return "fp8";
+  }
+  return "?";
+}
+
+double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
+
+const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words() {
+  static const std::vector<std::pair<std::string, AttentionKernel>> words{{"flash", AttentionKernel::flash}, {"unfused", AttentionKernel::unfused}};
+  return words;
+}
+
+std::string_view attention_kernel_name(AttentionKernel k) { return k == AttentionKernel::flash ? "flash" : "unfused"; }
+
+TrainingSpec read_training(ObjectReader& r) {
+  TrainingSpec t;
+  t.seq_len = r.integer("seq_len", Need::required, 1, 100'000'000).value_or(1);
+  t.global_batch = r.integer("global_batch", Need::required, 1, 1'000'000'000).value_or(1);
+  t.precision = r.choice<Precision>("precision", Need::optional,
+                                    {{"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp8", Precision::fp8}})
+                    .value_or(Precision::bf16);
+  t.attention_kernel = r.choice<AttentionKernel>("attention_kernel", Need::optional, attention_kernel_words()).value_or(AttentionKernel::flash);
+  t.fused_grad_accumulation =
+      r.choice<bool>("grad_accumulation", Need::optional, {{"fused", true}, {"separate", false}}).value_or(true);
+  t.fp8_gemm_inputs = t.precision == Precision::fp8;
+  if (const Json* cache = r.child("fp8_cache", Need::optional)) {
+    std::string pointer = r.pointer("fp8_cache");
+    t.fp8_gemm_inputs = false;
+    if (t.precision != Precision::fp8)
+      r.error("fp8_cache", fmt::format("caching activations in fp8 needs \"precision\": \"fp8\", not \"{}\"",
+                                       precision_name(t.precision)));
+    if (!cache->is_array()) r.error("fp8_cache", "expected a list such as [\"gemm_inputs\", \"swiglu_inputs\"] (or [])");
+    else
+      for (std::size_t i = 0; i < cache->size(); ++i) {
+        const Json& item = (*cache)[i];
+        if (item == "gemm_inputs") t.fp8_gemm_inputs = true;
+        else if (item == "swiglu_inputs") t.fp8_swiglu_inputs = true;
+        else
+          r.source().error(json_pointer_append(pointer, std::to_string(i)),
+                           fmt::format("{} is not \"gemm_inputs\" or \"swiglu_inputs\"", json_brief(item)));
+      }
+  }
+  t.tokens = r.quantity("tokens", Dimension::count, Need::optional).value_or(0);
+  t.price_per_gpu_hour = r.number("price_per_gpu_hour", Need::optional, 0.0, 1e6).value_or(0);
+  t.reserved_memory = r.quantity("reserved_memory", Dimension::bytes, Need::optional).value_or(0);
+  if (const Json* imbalance = r.child("moe_imbalance", Need::optional)) {
+    if (*imbalance == "balanced") t.moe_imbalance = 1.0;
+    else if (*imbalance == "sampled") t.sampled_routing = true;
+    else if (imbalance->is_string())
+      r.error("moe_imbalance", fmt::format("expected \"balanced\", \"sampled\" or a max/mean load ≥ 1, found {}", json_brief(*imbalance)));
+    else t.moe_imbalance = r.number("moe_imbalance", Need::optional, 1.0, 1e3).value_or(1.0);
+  }
+  t.failures_per_gpu_hour = r.number("failures_per_gpu_hour", Need::optional, 0.0, 1.0).value_or(t.failures_per_gpu_hour);
+  t.checkpoint_bandwidth = r.quantity("checkpoint_bandwidth", Dimension::bandwidth, Need::optional).value_or(t.checkpoint_bandwidth);
+  t.restart_time = r.quantity("restart_time", Dimension::time, Need::optional).value_or(t.restart_time);
+  t.routing_seed = static_cast<std::uint64_t>(r.integer("routing_seed", Need::optional, 0, 1'000'000'000).value_or(0));
+  if (const Json* opt = r.child("optimizer", Need::optional)) {
+    ObjectReader o(*opt, r.pointer("optimizer"), r.source());
+    t.optimizer.grads = dtype_bytes(o, "grads", 2.0, false);
+    t.optimizer.master = dtype_bytes(o, "master_weights", 4.0, true);
+    t.optimizer.moments = 2.0 * dtype_bytes(o, "moments", 4.0, false);
+  }
+  return t;
+}
+
+}  // namespace plumb

@@ -1,0 +1,69 @@
+#pragma once
+// What is trained and how: sequence, batch, precision, optimizer state types, token budget, price.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "models/input/json_reader.hpp"
+
+namespace plumb {
+
+enum class Precision { bf16, fp16, fp8 };
+// flash: fused kernel keeping only its output and log-sum-exp (Dao et al.); unfused: softmax
+// probabilities materialised, as in Megatron-LM at SC'21 (Korthikanti et al. §4.1).
+enum class AttentionKernel { flash, unfused };
+// The words scenario files (training.attention_kernel) and measured runs use for them.
+const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words();
+std::string_view attention_kernel_name(AttentionKernel k);
+
+// Bytes per parameter of each optimizer-side tensor. The default is the ZeRO paper's mixed-precision
+// Adam (Rajbhandari et al. §3.1): 16-bit gradients, fp32 master weights and two fp32 moments (K = 12).
+struct OptimizerBytes {
+  double grads = 2;
+  double master = 4;
+  double moments = 8;  // both Adam moments together
+  double states() const { return master + moments; }
+};
+
+struct TrainingSpec {
+  std::int64_t seq_len = 0;
+  std::int64_t global_batch = 0;  // sequences per optimizer step
+  Precision precision = Precision::bf16;
+  // What fp8 training caches in fp8 for backward: GEMM inputs (Transformer Engine; DeepSeek-V3
+  // §3.3.3) and, as DeepSeek-V3 does, the inputs of the MoE SwiGLU.
+  bool fp8_gemm_inputs = false;
+  bool fp8_swiglu_inputs = false;
+  AttentionKernel attention_kernel = AttentionKernel::flash;
+  // Where each micro-batch's weight gradients are added to the accumulated ones: in the weight-gradient
+  // GEMM's epilogue (D = C + A·B: Megatron-LM's --gradient-accumulation-fusion, apex's
+  // fused_weight_gradient_mlp_cuda, in apex from 2022; DeepGEMM's weight-gradient kernels), or, false,
+  // by a separate elementwise add after it (PyTorch autograd's accumulation, Megatron-LM's 2021 DDP hook
+  // `main_grad.add_(grad)`), which reads the new gradient and reads and writes the accumulator.
+  bool fused_grad_accumulation = true;
+  OptimizerBytes optimizer;
+  double tokens = 0;               // training budget
+  double price_per_gpu_hour = 0;   // USD
+  double reserved_memory = 0;      // bytes per GPU the user sets aside (allocator slack, framework)
+  // MoE load on the busiest EP rank over the mean: 1 is balanced routing; a number is a measured
+  // max/mean; `sampled_routing` draws top-k routing uniformly at random with `routing_seed` instead.
+  // Failures and checkpoints (models/resilience). Defaults from Llama 3 (arXiv 2407.21783 §3.3.4):
+  // 419 unexpected interruptions in a 54-day snapshot on 16,384 H100 → 419 / (54 · 24 · 16384) per
+  // GPU-hour; Tectonic storage sustaining 2 TB/s. The restart time is an assumption (10 min): the
+  // paper gives none, but its > 90% effective training time bounds it.
+  double failures_per_gpu_hour = 419.0 / (54.0 * 24.0 * 16384.0);
+  double checkpoint_bandwidth = 2e12;  // bytes/s to storage, whole cluster
+  double restart_time = 600;           // seconds
+  double moe_imbalance = 1.0;
+  bool sampled_routing = false;
+  std::uint64_t routing_seed = 0;
+};
+
+TrainingSpec read_training(ObjectReader& r);
+std::string_view precision_name(Precision p);
+// Bytes of one weight as kept for compute: 16-bit for bf16/fp16; fp8 keeps the 16-bit copy plus
+// an fp8 cast of GEMM weights.
+double weight_bytes(Precision p);
+
+}  // namespace plumb

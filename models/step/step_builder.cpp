@@ -1,0 +1,420 @@
+#include "models/step/step_builder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+#include "models/memory/memory.hpp"
+#include "models/schedules/pipeline_run.hpp"
+#include "models/parallel/placement.hpp"
+#include "models/schedules/zero_bubble.hpp"
+
+namespace plumb {
+namespace {
+
+sim::Time ticks(double seconds) { return static_cast<sim::Time>(std::llround(seconds * 1e12)); }
+
+struct RankStreams {
+  sim::StreamId compute, comm, p2p, dp;
+};
+
+// A communication task of a collective and the task it waits for on its own GPU: in full mode a
+// barrier joins the group's members between the two.
+struct Site {
+  sim::TaskId before, comm;
+};
+
+// What all replicas share: the streams of every machine GPU and the collective sites on each.
+struct StepShared {
+  std::vector<RankStreams> streams;                          // per machine GPU
+  std::vector<std::array<std::vector<Site>, kCommKinds>> sites;  // per machine GPU, per kind, in order
+  std::vector<double> activation_bytes;                      // per model stage
+};
+
+// One replica of the pipeline (one GPU per pipeline rank) built into the step's graph. `gpus` maps
+// each pipeline rank to its machine GPU; ops and sends name pipeline ranks.
+class StepOps final : public PipelineHooks {
+ public:
+  StepOps(const Job& job, const StepCosts& costs, StepSimulation& out, StepShared& shared, std::vector<std::int32_t> gpus,
+          bool record_ops)
+      : job_(job), costs_(costs), out_(out), shared_(shared), gpus_(std::move(gpus)), record_ops_(record_ops) {}
+
+  // ZeRO-1/2 gathers the previous optimizer step's parameters as the step starts; a stage's first
+  // forward waits for its first layer's bucket, the rest arrives while it computes.
+  void add_param_gathers(const PipelineSchedule& s) {
+    if (job_.layout.zero < 1 || job_.layout.zero > 2) return;
+    for (std::int64_t r = 0; r < s.ranks; ++r)
+      for (std::int64_t st : stages_of_rank(s.kind, r, job_.layout.pp, job_.layout.vp)) {
+        double total = costs_.stages[static_cast<std::size_t>(st)].param_gather;
+        if (total <= 0) continue;
+        double layers = static_cast<double>(std::max<std::int64_t>(1, job_.layout.stage_layers[static_cast<std::size_t>(st)]));
+        sim::TaskId first = comm_task(r, streams(r).dp, fmt::format("param gather s{} (first bucket)", st), total / layers, CommKind::dp);
+        if (layers > 1) comm_task(r, streams(r).dp, fmt::format("param gather s{}", st), total - total / layers, CommKind::dp);
+        first_gather[{r, st}] = first;
+      }
+  }
+
+  OpTasks add_op(std::int64_t rank, const PipeOp& o) override {
+    const auto first = static_cast<sim::TaskId>(out_.graph.size());
+    OpTasks t = expand(rank, o);
+    if (record_ops_) {
+      out_.op_tasks.resize(static_cast<std::size_t>(job_.layout.pp));
+      out_.op_tasks[static_cast<std::size_t>(rank)].emplace_back(first, static_cast<sim::TaskId>(out_.graph.size()));
+    }
+    return t;
+  }
+
+  OpTasks expand(std::int64_t rank, const PipeOp& o) {
+    const StageCost& c = costs_.stages[static_cast<std::size_t>(o.work.stage)];
+    OpTasks t;
+    PassEnds forward, backward;  // the op's forward and backward parts, where it has them
+    switch (o.kind) {
+      case OpKind::forward: {
+        forward = chain(rank, {{&c.forward, fmt::format("F{}", o.work.mb)}}, o.work.stage)[0];
+        t = {forward.in, forward.out, forward.in, forward.out};
+        break;
+      }
+      case OpKind::backward:
+      case OpKind::backward_input:
+      case OpKind::weight: {
+        const Pass& p = o.kind == OpKind::backward ? c.backward : o.kind == OpKind::weight ? c.weight_grad : c.input_grad;
+        backward = chain(rank, {{&p, fmt::format("{}{}", op_kind_symbol(o.kind), o.work.mb)}}, -1)[0];
+        t = {backward.in, backward.out, backward.in, backward.out};
+        break;
+      }
+      case OpKind::forward_backward: {
+        const StageCost& b = costs_.stages[static_cast<std::size_t>(o.other.stage)];
+        auto ends = chain(rank, {{&c.forward, fmt::format("F{}", o.work.mb)}, {&b.backward, fmt::format("B{}", o.other.mb)}},
+                          o.work.stage);
+        forward = ends[0];
+        backward = ends[1];
+        t = {forward.in, forward.out, backward.in, backward.out};
+        break;
+      }
+    }
+    // Activations live from the end of a forward to the end of the matching input gradient: on the
+    // pass's last task that worked (its end marker, after ZeRO's background traffic or a CP join,
+    // belongs to no GPU).
+    auto at = [](const PassEnds& e) { return e.worked != sim::kNoTask ? e.worked : e.out; };
+    if (o.kind == OpKind::forward || o.kind == OpKind::forward_backward)
+      out_.graph.set_memory_delta(at(forward), static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(o.work.stage)]));
+    if (o.kind == OpKind::backward || o.kind == OpKind::backward_input || o.kind == OpKind::forward_backward) {
+      const StageWork& w = o.kind == OpKind::forward_backward ? o.other : o.work;
+      out_.graph.set_memory_delta(at(backward), -static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(w.stage)]));
+    }
+    return t;
+  }
+
+  std::optional<std::pair<sim::TaskId, sim::TaskId>> add_send(std::int64_t from, std::int64_t, StageWork w, bool forward) override {
+    const StageCost& c = costs_.stages[static_cast<std::size_t>(w.stage)];
+    if (c.p2p <= 0 || c.p2p_in_passes) return std::nullopt;  // blocking sends sit inside the ops
+    sim::TaskId t = comm_task(from, streams(from).p2p, fmt::format("send {}{} s{}", forward ? "F" : "B", w.mb, w.stage), c.p2p,
+                              CommKind::pp);
+    return std::pair{t, t};
+  }
+
+  sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind) {
+    sim::TaskId t = out_.graph.add_compute(label, stream, ticks(seconds), costs_.comm_sms);
+    if (costs_.network[static_cast<std::size_t>(kind)] && seconds > 0) out_.graph.set_shares_port(t);
+    note(rank, static_cast<std::int8_t>(kind));
+    return t;
+  }
+  sim::TaskId compute_task(std::int64_t rank, const std::string& label, double seconds) {
+    sim::TaskId t = out_.graph.add_compute(label, streams(rank).compute, ticks(seconds));
+    note(rank, -1);
+    return t;
+  }
+  sim::TaskId marker(std::int64_t rank, const std::string& label) {
+    sim::TaskId t = out_.graph.add_marker(label);
+    note(rank, -1);
+    return t;
+  }
+
+  // A collective's task on pipeline rank `rank`, after `before` on the same GPU.
+  void site(std::int64_t rank, CommKind kind, sim::TaskId before, sim::TaskId comm) {
+    shared_.sites[static_cast<std::size_t>(gpu(rank))][static_cast<std::size_t>(kind)].push_back({before, comm});
+  }
+  const RankStreams& streams(std::int64_t rank) const { return shared_.streams[static_cast<std::size_t>(gpu(rank))]; }
+  std::int32_t gpu(std::int64_t rank) const { return gpus_[static_cast<std::size_t>(rank)]; }
+
+  std::map<std::pair<std::int64_t, std::int64_t>, sim::TaskId> first_gather;  // (rank, stage) → its first bucket
+
+ private:
+  // Per task, in creation order: which GPU it runs on and what kind of communication it is.
+  void note(std::int64_t rank, std::int8_t kind) {
+    out_.task_comm.push_back(kind);
+    out_.task_gpu.push_back(gpu(rank));
+  }
+
+  // Expands one or two passes (two: DualPipe's F&B) into tasks. Segments are created in the order
+  // (position, pass) on the rank's one compute and one communication stream: each pass's
+  // communication hides under the other's compute, and the order can never deadlock. Returns each
+  // pass's (entry, exit). `gather_stage` ≥ 0: the first forward of that stage on this rank waits for
+  // its parameter gather.
+  // A pass's tasks: its entry and exit markers' ends, and the last task that did work (compute or
+  // communication) — the one memory changes attach to, since markers belong to no GPU.
+  struct PassEnds {
+    sim::TaskId in = sim::kNoTask, out = sim::kNoTask, worked = sim::kNoTask;
+  };
+
+  std::vector<PassEnds> chain(std::int64_t rank, const std::vector<std::pair<const Pass*, std::string>>& passes, std::int64_t gather_stage) {
+    const RankStreams& st = streams(rank);
+    std::vector<sim::TaskId> entry, last, worked;
+    std::vector<PassEnds> ends;
+    for (const auto& [pass, label] : passes) {
+      sim::TaskId in = marker(rank, label + " start");
+      entry.push_back(in);
+      last.push_back(in);
+      worked.push_back(sim::kNoTask);
+    }
+    if (gather_stage >= 0) {
+      auto g = first_gather.find({rank, gather_stage});
+      if (g != first_gather.end()) {
+        out_.graph.add_dependency(g->second, entry[0]);
+        first_gather.erase(g);  // only the stage's first forward waits
+      }
+    }
+    std::vector<sim::TaskId> background(passes.size(), sim::kNoTask);
+    for (std::size_t p = 0; p < passes.size(); ++p)
+      if (passes[p].first->background > 0) {
+        background[p] = comm_task(rank, st.dp, passes[p].second + " ZeRO shard gather/scatter", passes[p].first->background, CommKind::dp);
+        out_.graph.add_dependency(entry[p], background[p]);
+        site(rank, CommKind::dp, entry[p], background[p]);
+      }
+    std::size_t n = 0;
+    for (const auto& pp : passes) n = std::max(n, pp.first->segments.size());
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t p = 0; p < passes.size(); ++p) {
+        const auto& segs = passes[p].first->segments;
+        if (i >= segs.size()) continue;
+        const Segment& g = segs[i];
+        sim::TaskId before = last[p];
+        sim::TaskId compute = sim::kNoTask, comm = sim::kNoTask;
+        if (g.compute > 0) {
+          compute = compute_task(rank, passes[p].second, g.compute);
+          out_.graph.add_dependency(before, compute);
+        }
+        if (g.comm > 0) {
+          comm = comm_task(rank, st.comm, fmt::format("{} {}", comm_kind_name(g.kind), passes[p].second), g.comm, g.kind);
+          sim::TaskId waits = g.overlapped || compute == sim::kNoTask ? before : compute;
+          out_.graph.add_dependency(waits, comm);
+          site(rank, g.kind, waits, comm);
+        }
+        if (comm != sim::kNoTask) worked[p] = comm;
+        else if (compute != sim::kNoTask) worked[p] = compute;
+        if (g.overlapped && compute != sim::kNoTask && comm != sim::kNoTask) {
+          sim::TaskId join = marker(rank, passes[p].second);
+          out_.graph.add_dependency(compute, join);
+          out_.graph.add_dependency(comm, join);
+          last[p] = join;
+        } else {
+          last[p] = comm != sim::kNoTask ? comm : compute != sim::kNoTask ? compute : before;
+        }
+      }
+    for (std::size_t p = 0; p < passes.size(); ++p) {
+      sim::TaskId out = last[p];
+      if (background[p] != sim::kNoTask) {
+        out = marker(rank, passes[p].second + " end");
+        out_.graph.add_dependency(last[p], out);
+        out_.graph.add_dependency(background[p], out);
+      }
+      ends.push_back({entry[p], out, worked[p]});
+    }
+    return ends;
+  }
+
+  const Job& job_;
+  const StepCosts& costs_;
+  StepSimulation& out_;
+  StepShared& shared_;
+  std::vector<std::int32_t> gpus_;
+  bool record_ops_;
+};
+
+// After the pipeline of one replica: per pipeline rank, the gradient reduction of each stage it
+// holds, issued in the order the rank finishes the stages' weight gradients; then the optimizer.
+// Each reduction is a data-parallel site keyed by its stage (DualPipe's mirror ranks hold the same
+// stage, so pairing by stage keeps their barriers right).
+void add_tail(const Job& job, const StepCosts& costs, const PipelineSchedule& s, const PipelineTasks& tasks, StepOps& ops,
+              StepSimulation& out, std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>>& dp_sites) {
+  const ParallelLayout& p = job.layout;
+  for (std::int64_t r = 0; r < s.ranks; ++r) {
+    std::vector<std::pair<std::size_t, std::int32_t>> finish;  // (index of the rank's last W op of the stage, stage)
+    const auto& list = s.ops[static_cast<std::size_t>(r)];
+    for (std::int64_t st : stages_of_rank(s.kind, r, p.pp, p.vp)) {
+      std::size_t last = 0;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const PipeOp& o = list[i];
+        bool weights = (o.kind == OpKind::backward || o.kind == OpKind::weight) ? o.work.stage == st
+                       : o.kind == OpKind::forward_backward                      ? o.other.stage == st
+                                                                                 : false;
+        if (weights) last = i;
+      }
+      finish.emplace_back(last, static_cast<std::int32_t>(st));
+    }
+    std::sort(finish.begin(), finish.end());
+    double optimizer_seconds = 0;
+    std::vector<sim::TaskId> syncs;
+    for (const auto& [index, st] : finish) {
+      const StageCost& c = costs.stages[static_cast<std::size_t>(st)];
+      optimizer_seconds += c.optimizer;
+      if (c.grad_sync <= 0) continue;
+      // A stage's gradients are complete when every micro-batch's W is (on both mirror ranks for DualPipe).
+      sim::TaskId ready = ops.marker(r, fmt::format("gradients of s{} ready", st));
+      for (std::int32_t mb = 0; mb < s.microbatches; ++mb) out.graph.add_dependency(tasks.weight_grad(mb, st), ready);
+      if (!p.overlap_grad_reduce)  // not before the rank's whole backward is done
+        for (const auto& [other_index, other] : finish)
+          for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
+            if (s.rank_of(other, mb) == r) out.graph.add_dependency(tasks.weight_grad(mb, other), ready);
+      sim::TaskId sync = ops.comm_task(r, ops.streams(r).dp, fmt::format("grad reduce s{}", st), c.grad_sync, CommKind::dp);
+      out.graph.add_dependency(ready, sync);
+      dp_sites[{ops.gpu(r), st}].push_back({ready, sync});
+      syncs.push_back(sync);
+    }
+    sim::TaskId optimizer = ops.compute_task(r, "optimizer", optimizer_seconds);
+    for (sim::TaskId sync : syncs) out.graph.add_dependency(sync, optimizer);
+    for (const auto& [index, st] : finish)
+      for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
+        if (s.rank_of(st, mb) == r) out.graph.add_dependency(tasks.weight_grad(mb, st), optimizer);
+  }
+}
+
+// A barrier across each group's members for every collective, so that none starts before all have
+// reached it: members align by kind and order of their sites.
+void join_groups(const std::vector<std::vector<std::int32_t>>& groups, CommKind kind, StepShared& shared, StepSimulation& out) {
+  for (const std::vector<std::int32_t>& members : groups) {
+    if (members.size() < 2) continue;
+    const auto k = static_cast<std::size_t>(kind);
+    const std::size_t n = shared.sites[static_cast<std::size_t>(members[0])][k].size();
+    for (std::int32_t m : members)
+      if (shared.sites[static_cast<std::size_t>(m)][k].size() != n)
+        throw std::logic_error(fmt::format("full step: GPUs {} and {} disagree on their {} collectives", members[0], m, comm_kind_name(kind)));
+    for (std::size_t j = 0; j < n; ++j) {
+      sim::TaskId barrier = out.graph.add_marker(fmt::format("{} barrier", comm_kind_name(kind)));
+      out.task_comm.push_back(-1);
+      out.task_gpu.push_back(members[0]);
+      for (std::int32_t m : members) {
+        const Site& site = shared.sites[static_cast<std::size_t>(m)][k][j];
+        out.graph.add_dependency(site.before, barrier);
+        out.graph.add_dependency(barrier, site.comm);
+      }
+    }
+  }
+}
+
+// Groups of machine GPUs (global ranks) that share every coordinate but `axis`.
+std::vector<std::vector<std::int32_t>> groups_along(const Placement& place, std::int64_t gpus, const std::string& axis) {
+  std::map<std::array<std::int64_t, 4>, std::vector<std::int32_t>> by_key;
+  for (std::int64_t g = 0; g < gpus; ++g) {
+    RankCoords c = place.coords(g);
+    std::array<std::int64_t, 4> key{};
+    if (axis == "tp") key = {c.cp, c.dp, c.pp, 0};
+    else if (axis == "cp") key = {c.tp, c.dp, c.pp, 1};
+    else if (axis == "ep") key = {c.etp, c.edp, c.pp, 2};
+    else key = {c.tp, c.cp, c.pp, 3};  // dp
+    by_key[key].push_back(static_cast<std::int32_t>(g));
+  }
+  std::vector<std::vector<std::int32_t>> out;
+  for (auto& [_, members] : by_key) out.push_back(std::move(members));
+  return out;
+}
+
+}  // namespace
+
+StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) {
+  StepSimulation out;
+  out.full = full;
+  const ParallelLayout& p = job.layout;
+  out.schedule = step_schedule(job.layout, job.microbatches(), costs);
+  const PipelineSchedule& s = out.schedule;
+  StepShared shared;
+  const MemoryPlan plan = plan_memory(job);
+  for (const StagePlan& st : plan.stages) shared.activation_bytes.push_back(stage_activation_bytes(job, st));
+  // The replicas: symmetric mode one, standing for all; full mode every GPU of the job, grouped by
+  // pipeline rank in the order of their global ranks.
+  std::vector<std::vector<std::int32_t>> replicas;
+  std::optional<Placement> place;
+  if (!full) {
+    replicas.emplace_back();
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      replicas.back().push_back(static_cast<std::int32_t>(r));
+      out.gpu_pp.push_back(static_cast<std::int32_t>(r));
+    }
+  } else {
+    std::string why;
+    place = Placement::make(p, job.cluster.fabric.gpus_per_node, &why);
+    if (!place) throw std::invalid_argument(why);
+    replicas.assign(static_cast<std::size_t>(p.gpus() / p.pp), {});
+    std::vector<std::size_t> filled(static_cast<std::size_t>(p.pp), 0);
+    for (auto& rep : replicas) rep.assign(static_cast<std::size_t>(p.pp), -1);
+    for (std::int64_t g = 0; g < p.gpus(); ++g) {
+      auto pp = static_cast<std::size_t>(place->coords(g).pp);
+      replicas[filled[pp]++][pp] = static_cast<std::int32_t>(g);
+      out.gpu_pp.push_back(static_cast<std::int32_t>(pp));
+    }
+  }
+  for (std::size_t g = 0; g < out.gpu_pp.size(); ++g) {
+    std::int32_t gpu = out.machine.add_gpu(full ? fmt::format("GPU {} (pp {})", g, out.gpu_pp[g]) : fmt::format("pp rank {}", g), costs.sms);
+    shared.streams.push_back({out.machine.add_stream(gpu, "compute"), out.machine.add_stream(gpu, "comm (TP/EP/CP)"),
+                              out.machine.add_stream(gpu, "pipeline send"), out.machine.add_stream(gpu, "data parallel")});
+  }
+  shared.sites.resize(out.gpu_pp.size());
+  // With sampled routing each EP rank's experts run at its own load; the all-to-alls wait for the busiest.
+  std::vector<StepCosts> by_ep;
+  if (full && job.model.moe && job.training.sampled_routing && p.ep > 1) {
+    const double sp = p.sequence_parallel ? static_cast<double>(p.tp) : 1.0;
+    const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp)) / sp;
+    for (double load : sampled_moe_loads(p.ep, job.model.moe->experts, job.model.moe->top_k, tokens, job.training.routing_seed))
+      by_ep.push_back(step_costs(job, load));
+  }
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>> dp_sites;
+  for (std::size_t q = 0; q < replicas.size(); ++q) {
+    const StepCosts& mine = by_ep.empty() ? costs : by_ep[static_cast<std::size_t>(place->coords(replicas[q][0]).ep)];
+    StepOps ops(job, mine, out, shared, replicas[q], q == 0);
+    ops.add_param_gathers(s);
+    PipelineTasks tasks = build_pipeline_graph(s, out.graph, ops);
+    add_tail(job, mine, s, tasks, ops, out, dp_sites);
+  }
+  if (full) {
+    for (const auto& [kind, axis] : {std::pair{CommKind::tp, "tp"}, std::pair{CommKind::cp, "cp"}, std::pair{CommKind::ep, "ep"},
+                                     std::pair{CommKind::dp, "dp"}})
+      join_groups(groups_along(*place, p.gpus(), axis), kind, shared, out);
+    // Gradient reductions: every GPU holding a stage, across data parallelism (and DualPipe's mirrors).
+    std::map<std::pair<std::array<std::int64_t, 2>, std::int32_t>, std::vector<Site>> by_stage;
+    for (auto& [key, sites] : dp_sites) {
+      RankCoords c = place->coords(key.first);
+      for (const Site& site : sites) by_stage[{{c.tp, c.cp}, key.second}].push_back(site);
+    }
+    for (const auto& [_, sites] : by_stage) {
+      if (sites.size() < 2) continue;
+      sim::TaskId barrier = out.graph.add_marker("dp barrier");
+      out.task_comm.push_back(-1);
+      out.task_gpu.push_back(0);
+      for (const Site& site : sites) {
+        out.graph.add_dependency(site.before, barrier);
+        out.graph.add_dependency(barrier, site.comm);
+      }
+    }
+  }
+  out.graph.finalize();
+  try {
+    out.result = sim::simulate(out.graph, out.machine);
+  } catch (const sim::DeadlockError& e) {
+    throw ScheduleError(fmt::format("the {} step cannot run: {}", schedule_name(s.kind), e.what()));
+  }
+  out.step_time = static_cast<double>(out.result.makespan) * 1e-12;
+  out.ranks.resize(static_cast<std::size_t>(s.ranks));
+  account_step(out);
+  std::vector<std::int64_t> inflight = peak_activations(s);
+  for (std::size_t r = 0; r < out.ranks.size(); ++r) {
+    const RankMemory& m = plan.ranks[r];
+    out.ranks[r].peak_bytes += m.total_bytes() - m.activations_bytes;
+    out.ranks[r].peak_inflight = inflight[r];
+  }
+  return out;
+}
+
+}  // namespace plumb
