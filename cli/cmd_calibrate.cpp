@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "models/input/catalogue.hpp"
-#include "validate/calibrate.hpp"
-#include "validate/device_profile.hpp"
+#include "validate/calibrate/calibrate.hpp"
+#include "validate/calibrate/device_profile.hpp"
 
 namespace plumb::cli {
 namespace {

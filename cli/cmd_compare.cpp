@@ -4,7 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "models/input/diagnostics.hpp"
-#include "validate/compare.hpp"
+#include "validate/run/compare.hpp"
 
 namespace plumb::cli {
 namespace {

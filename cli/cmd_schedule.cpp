@@ -9,7 +9,7 @@
 #include "models/schedules/registry.hpp"
 #include "models/schedules/zero_bubble.hpp"
 #include "sim/outputs.hpp"
-#include "validate/pipeline_numerics.hpp"
+#include "validate/run/pipeline_numerics.hpp"
 
 namespace plumb::cli {
 

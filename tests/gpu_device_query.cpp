@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "tests/gpu_test_device.hpp"
-#include "validate/device_profile.hpp"
+#include "validate/calibrate/device_profile.hpp"
 
 int main() {
   using namespace plumb;

@@ -11,9 +11,9 @@
 #include "models/costs/collective.hpp"
 #include "models/costs/flops.hpp"
 #include "models/costs/op_cost.hpp"
-#include "validate/bench_plan.hpp"
-#include "validate/calibrate.hpp"
-#include "validate/nccl_tests_log.hpp"
+#include "validate/run/bench_plan.hpp"
+#include "validate/calibrate/calibrate.hpp"
+#include "validate/calibrate/nccl_tests_log.hpp"
 
 using namespace plumb;
 using test::gpu;

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "models/schedules/registry.hpp"
-#include "validate/pipeline_numerics.hpp"
+#include "validate/run/pipeline_numerics.hpp"
 
 using namespace plumb;
 

@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "models/memory/memory.hpp"
-#include "models/schedules/pipeline_run.hpp"
+#include "models/schedule_run/pipeline_run.hpp"
 #include "models/schedules/zero_bubble.hpp"
 
 using namespace plumb;

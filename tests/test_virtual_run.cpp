@@ -15,10 +15,10 @@
 #include "models/costs/step_costs.hpp"
 #include "cli/report/schedule_report.hpp"
 #include "models/step/step_builder.hpp"
-#include "validate/compare.hpp"
-#include "validate/device_profile.hpp"
-#include "validate/measured_run.hpp"
-#include "validate/virtual_run.hpp"
+#include "validate/run/compare.hpp"
+#include "validate/calibrate/device_profile.hpp"
+#include "validate/run/measured_run.hpp"
+#include "validate/run/virtual_run.hpp"
 
 using namespace plumb;
 

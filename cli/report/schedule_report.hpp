@@ -5,9 +5,9 @@
 #include <string_view>
 
 #include "models/input/json_reader.hpp"
-#include "models/schedules/comparison.hpp"
+#include "models/schedule_run/comparison.hpp"
 #include "models/schedules/registry.hpp"
-#include "models/schedules/pipeline_run.hpp"
+#include "models/schedule_run/pipeline_run.hpp"
 
 namespace plumb {
 

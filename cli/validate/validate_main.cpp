@@ -22,13 +22,13 @@
 #include "models/input/diagnostics.hpp"
 #include "models/schedules/registry.hpp"
 #include "models/costs/flops.hpp"
-#include "validate/bench_plan.hpp"
-#include "validate/device_profile.hpp"
-#include "validate/gpu_numerics.hpp"
-#include "validate/measured_run.hpp"
-#include "validate/nccl_tests_log.hpp"
-#include "validate/stage_executor.hpp"
-#include "validate/virtual_run.hpp"
+#include "validate/run/bench_plan.hpp"
+#include "validate/calibrate/device_profile.hpp"
+#include "validate/gpu/gpu_numerics.hpp"
+#include "validate/run/measured_run.hpp"
+#include "validate/calibrate/nccl_tests_log.hpp"
+#include "validate/gpu/stage_executor.hpp"
+#include "validate/run/virtual_run.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "models/memory/memory.hpp"
-#include "models/schedules/pipeline_run.hpp"
+#include "models/schedule_run/pipeline_run.hpp"
 #include "models/parallel/placement.hpp"
 #include "models/schedules/zero_bubble.hpp"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "models/scenario/job.hpp"
-#include "models/schedules/pipeline_run.hpp"
+#include "models/schedule_run/pipeline_run.hpp"
 #include "models/costs/step_costs.hpp"
 #include "sim/engine.hpp"
 

@@ -1,4 +1,4 @@
-#include "validate/nccl_tests_log.hpp"
+#include "validate/calibrate/nccl_tests_log.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "models/schedules/pipeline_run.hpp"
+#include "models/schedule_run/pipeline_run.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "validate/fit.hpp"
+#include "validate/calibrate/fit.hpp"
 
 #include <Eigen/Dense>
 #include <algorithm>

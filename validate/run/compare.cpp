@@ -1,4 +1,4 @@
-#include "validate/compare.hpp"
+#include "validate/run/compare.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "models/costs/op_cost.hpp"
 #include "models/step/step_builder.hpp"
 #include "models/costs/step_costs.hpp"
-#include "validate/device_profile.hpp"
+#include "validate/calibrate/device_profile.hpp"
 
 namespace plumb {
 namespace {

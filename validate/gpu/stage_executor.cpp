@@ -1,4 +1,4 @@
-#include "validate/stage_executor.hpp"
+#include "validate/gpu/stage_executor.hpp"
 
 #include <algorithm>
 #include <cuda_runtime.h>

@@ -9,8 +9,8 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/input/json_reader.hpp"
-#include "validate/fit.hpp"
-#include "validate/nccl_tests_log.hpp"
+#include "validate/calibrate/fit.hpp"
+#include "validate/calibrate/nccl_tests_log.hpp"
 
 namespace plumb {
 

@@ -1,4 +1,4 @@
-#include "models/schedules/comparison.hpp"
+#include "models/schedule_run/comparison.hpp"
 
 #include <algorithm>
 

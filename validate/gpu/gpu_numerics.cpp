@@ -1,4 +1,4 @@
-#include "validate/gpu_numerics.hpp"
+#include "validate/gpu/gpu_numerics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 #include "kernels/gemm_runner.hpp"
 #include "kernels/layer_kernels.hpp"
 #include "kernels/training_kernels.hpp"
-#include "validate/virtual_run.hpp"
+#include "validate/run/virtual_run.hpp"
 
 namespace plumb {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/input/json_reader.hpp"
-#include "validate/measured_run.hpp"
+#include "validate/run/measured_run.hpp"
 
 namespace plumb {
 

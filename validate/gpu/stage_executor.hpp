@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "validate/measured_run.hpp"
-#include "validate/virtual_run.hpp"
+#include "validate/run/measured_run.hpp"
+#include "validate/run/virtual_run.hpp"
 
 namespace plumb {
 

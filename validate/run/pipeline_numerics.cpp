@@ -1,4 +1,4 @@
-#include "validate/pipeline_numerics.hpp"
+#include "validate/run/pipeline_numerics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "validate/virtual_run.hpp"
+#include "validate/run/virtual_run.hpp"
 
 namespace plumb {
 namespace {

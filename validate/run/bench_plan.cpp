@@ -1,4 +1,4 @@
-#include "validate/bench_plan.hpp"
+#include "validate/run/bench_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

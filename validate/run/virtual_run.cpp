@@ -1,4 +1,4 @@
-#include "validate/virtual_run.hpp"
+#include "validate/run/virtual_run.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "models/input/json_reader.hpp"
-#include "validate/virtual_run.hpp"
+#include "validate/run/virtual_run.hpp"
 
 namespace plumb {
 

@@ -1,4 +1,4 @@
-#include "validate/device_profile.hpp"
+#include "validate/calibrate/device_profile.hpp"
 
 #include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"

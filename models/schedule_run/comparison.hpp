@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "models/schedules/pipeline_run.hpp"
+#include "models/schedule_run/pipeline_run.hpp"
 
 namespace plumb {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "models/schedules/pipeline.hpp"
-#include "validate/pipeline_numerics.hpp"
+#include "validate/run/pipeline_numerics.hpp"
 
 namespace plumb {
 

@@ -1,10 +1,10 @@
-#include "validate/measured_run.hpp"
+#include "validate/run/measured_run.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
 
 #include "models/input/diagnostics.hpp"
-#include "validate/fit.hpp"
+#include "validate/calibrate/fit.hpp"
 
 namespace plumb {
 

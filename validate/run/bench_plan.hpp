@@ -9,7 +9,7 @@
 #include "kernels/attention_call.hpp"
 #include "models/scenario/job.hpp"
 #include "models/input/json_reader.hpp"
-#include "validate/calibrate.hpp"
+#include "validate/calibrate/calibrate.hpp"
 
 namespace plumb {
 

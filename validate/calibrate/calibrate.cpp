@@ -1,4 +1,4 @@
-#include "validate/calibrate.hpp"
+#include "validate/calibrate/calibrate.hpp"
 
 #include <algorithm>
 #include <cmath>
