@@ -28,31 +28,11 @@ Json read_json(const std::string& path) {
   return doc;
 }
 
-// A fabric profile has gpus_per_node, itself or through the fabric profile its "base" names; a GPU
-// profile has not.
-bool is_fabric_profile(const std::filesystem::path& path) {
-  Diagnostics scratch;
-  SourceFile src{path.string(), path.parent_path(), &scratch, {}};
-  Json doc = load_profile_document(path, true, src);
-  return scratch.empty() && doc.contains("gpus_per_node");
-}
-
 // A profile by catalogue name (GPU first, then fabric) or by path.
-struct ProfileRef {
-  std::filesystem::path path;
-  bool fabric = false;
-};
 ProfileRef find_profile(const std::string& ref) {
-  for (auto [folder, fabric] : {std::pair{kGpuProfiles, false}, std::pair{kFabricProfiles, true}}) {
-    std::filesystem::path p = data_dir() / folder / (ref + ".json");
-    if (ref.find('/') == std::string::npos && std::filesystem::exists(p)) return {p, fabric};
-  }
-  if (!std::filesystem::exists(ref)) {
-    std::vector<std::string> names = catalogue_names(kGpuProfiles);
-    for (const std::string& n : catalogue_names(kFabricProfiles)) names.push_back(n);
-    throw UsageError(unknown_word_message("--profile", ref, names) + " (or a path to a profile file)");
-  }
-  return {std::filesystem::absolute(ref), is_fabric_profile(ref)};
+  std::optional<ProfileRef> found = find_profile_file(ref);
+  if (!found) throw UsageError(unknown_word_message("--profile", ref, profile_names()) + " (or a path to a profile file)");
+  return *found;
 }
 
 // Without --profile, GPU measurements name their device: its bundled profile is the one to calibrate.

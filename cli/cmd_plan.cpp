@@ -6,6 +6,7 @@
 #ifdef PLUMB_HAVE_MPI
 #include "cli/mpi_plan.hpp"
 #endif
+#include "cli/progress.hpp"
 #include "cli/report/plan_report.hpp"
 
 namespace plumb::cli {
@@ -15,7 +16,7 @@ PlanOptions plan_options(const Args& args) {
   PlanOptions o;
   o.threads = static_cast<int>(args.integer("--threads", 0, 1, 1024));
   o.simulate = !args.flag("--no-simulate");
-  o.progress = true;
+  o.progress = progress_bar("plumb plan", "layouts");
   return o;
 }
 

@@ -20,14 +20,17 @@ void write_file(const std::string& path, const std::string& text) {
 
 namespace {
 
+// The largest op cost --f/--b/--fb/--p2p/--grad-sync accept (any unit; the engine runs one as a microsecond).
+constexpr double kMaxOpCost = 1e12;
+
 int run_schedule_command(const Args& args) {
   OpCosts costs;
-  costs.f = args.number("--f", 1, 0, 1e12);
-  costs.b = args.number("--b", 2, 0, 1e12);
+  costs.f = args.number("--f", 1, 0, kMaxOpCost);
+  costs.b = args.number("--b", 2, 0, kMaxOpCost);
   costs.w = args.number("--w", 1, 0, costs.b);
-  costs.fb = args.number("--fb", costs.f + costs.b, 0, 1e12);
-  costs.p2p = args.number("--p2p", 0, 0, 1e12);
-  costs.grad_sync = args.number("--grad-sync", 0, 0, 1e12);
+  costs.fb = args.number("--fb", costs.f + costs.b, 0, kMaxOpCost);
+  costs.p2p = args.number("--p2p", 0, 0, kMaxOpCost);
+  costs.grad_sync = args.number("--grad-sync", 0, 0, kMaxOpCost);
   std::int64_t pp = args.integer("--pp", 0, 1, 4096);
   std::int64_t m = args.integer("--microbatches", 0, 1, 1'000'000);
   if (pp == 0 || m == 0) throw UsageError("--pp and --microbatches are required");

@@ -21,7 +21,7 @@ std::optional<PlanOutcome> plan_over_mpi(const Job& base, const PlanSpace& space
   shard.shard = static_cast<std::uint64_t>(rank);
   shard.shards = static_cast<std::uint64_t>(size);
   shard.simulate = false;
-  shard.progress = options.progress && rank == 0;
+  if (rank != 0) shard.progress = nullptr;
   PlanOutcome mine = run_plan(base, space, shard);
   std::string text = partial_json(base, mine, shard.shard, shard.shards, space.size()).dump();
   int length = static_cast<int>(text.size());

@@ -123,7 +123,7 @@ std::string step_report_table(const Job& job, const StepReport& r) {
   const TrainingTotals& t = r.training;
   if (t.tokens > 0) {
     out += fmt::format("\ntraining {:.4g} tokens: {:.0f} steps, {:.1f} days, {:.4g} GPU-hours ({:.1f}K per trillion tokens), ${:.4g}\n",
-                       t.tokens, t.steps, t.days, t.gpu_hours, t.gpu_hours / (t.tokens / 1e12) / 1e3, t.cost_usd);
+                       t.tokens, t.steps, t.days, t.gpu_hours, t.gpu_hours / (t.tokens / kTera) / 1e3, t.cost_usd);
     const Resilience& f = t.resilience;
     if (f.job_mtbf_seconds > 0)
       out += fmt::format("with failures: a failure every {:.1f} h; checkpoint of {} in {:.1f} s every {:.1f} min (Young); goodput "

@@ -20,6 +20,7 @@
 #include "kernels/nccl_bench.hpp"
 #include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"
+#include "models/input/units.hpp"
 #include "models/schedules/registry.hpp"
 #include "models/costs/flops.hpp"
 #include "validate/run/bench_plan.hpp"
@@ -157,11 +158,11 @@ int bench(const Args& args) {
       continue;
     }
     double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-    double tflops = flops / t.median_seconds / 1e12;
+    double tflops = flops / t.median_seconds / kTera;
     std::cerr << fmt::format("[{}/{}] {} {}×{}×{} {:.1f} TFLOP/s ({})\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, tflops, g.what);
     if (profile && profile->peak_dense.count(g.dtype) && flops / t.min_seconds > 1.02 * profile->peak_dense.at(g.dtype))
       throw std::runtime_error(fmt::format("{} {}×{}×{} ran at {:.0f} TFLOP/s, above the {} {} peak: the timing is wrong", dtype, g.m, g.n,
-                                           g.k, flops / t.min_seconds / 1e12, profile->name, dtype));
+                                           g.k, flops / t.min_seconds / kTera, profile->name, dtype));
     timed.emplace_back(g, t.median_seconds);
   }
   // Streaming copies: 256 MiB, 1 GiB and 4 GiB per buffer (one size when quick), as far as memory allows.
@@ -201,8 +202,8 @@ int bench(const Args& args) {
                              static_cast<double>(c.d_v), c.causal, t.forward_seconds, t.backward_seconds, b.what};
       const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
       std::cerr << fmt::format("attention {} heads × {} tokens ({}, {}), causal: forward {:.1f}, backward {:.1f} TFLOP/s ({})\n",
-                               c.batch_heads, c.seq, c.d_qk, c.d_v, f.forward / t.forward_seconds / 1e12,
-                               f.backward_executed() / t.backward_seconds / 1e12, b.what);
+                               c.batch_heads, c.seq, c.d_qk, c.d_v, f.forward / t.forward_seconds / kTera,
+                               f.backward_executed() / t.backward_seconds / kTera, b.what);
       if (profile && profile->peak_dense.count(MathDtype::bf16) &&
           std::max(f.forward / t.forward_seconds, f.backward_executed() / t.backward_seconds) > 1.02 * profile->peak_dense.at(MathDtype::bf16))
         throw std::runtime_error(fmt::format("attention ran above the {} bf16 peak: the timing is wrong", profile->name));
@@ -307,6 +308,9 @@ int numerics(const Args& args) {
   return mismatches == 0 && checked > 0 ? 0 : 1;
 }
 
+// The largest message the collective sweep's --min/--max accept: 1 TB.
+constexpr double kMaxSweepBytes = 1e12;
+
 int collectives(const Args& args) {
   if (!args.flag("--out-dir")) throw UsageError("--out-dir DIR is required");
   std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
@@ -320,7 +324,7 @@ int collectives(const Args& args) {
   std::vector<std::string> names{"all"};
   for (const auto& [name, op] : ops) names.push_back(name);
   if (std::find(names.begin(), names.end(), which) == names.end()) throw UsageError(plumb::cli::unknown_word_message("--op", which, names));
-  const double min_bytes = args.number("--min", 8, 1, 1e12), max_bytes = args.number("--max", 1073741824.0, min_bytes, 1e12);
+  const double min_bytes = args.number("--min", 8, 1, kMaxSweepBytes), max_bytes = args.number("--max", 1073741824.0, min_bytes, kMaxSweepBytes);
   const int iters = static_cast<int>(args.integer("--iters", 20, 1, 100000));
   std::vector<int> ids;
   std::vector<std::string> device_names;

@@ -329,4 +329,30 @@ std::optional<Cluster> read_cluster(const Json& value, const std::string& pointe
   return c;
 }
 
+namespace {
+
+bool is_fabric_profile(const std::filesystem::path& path) {
+  Diagnostics scratch;
+  SourceFile src{path.string(), path.parent_path(), &scratch, {}};
+  Json doc = load_profile_document(path, true, src);
+  return scratch.empty() && doc.contains("gpus_per_node");
+}
+
+}  // namespace
+
+std::optional<ProfileRef> find_profile_file(const std::string& ref) {
+  for (auto [folder, fabric] : {std::pair{kGpuProfiles, false}, std::pair{kFabricProfiles, true}}) {
+    std::filesystem::path p = data_dir() / folder / (ref + ".json");
+    if (ref.find('/') == std::string::npos && std::filesystem::exists(p)) return ProfileRef{p, fabric};
+  }
+  if (!std::filesystem::exists(ref)) return std::nullopt;
+  return ProfileRef{std::filesystem::absolute(ref), is_fabric_profile(ref)};
+}
+
+std::vector<std::string> profile_names() {
+  std::vector<std::string> names = catalogue_names(kGpuProfiles);
+  for (const std::string& n : catalogue_names(kFabricProfiles)) names.push_back(n);
+  return names;
+}
+
 }  // namespace plumb

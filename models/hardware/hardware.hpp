@@ -107,6 +107,17 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
 // A GPU (or, with `fabric`, fabric) profile file as plumb reads it: loaded and laid over the profile
 // its "base" names, if any, so it stands alone. A discarded value after an error, reported in `src`.
 Json load_profile_document(const std::filesystem::path& path, bool fabric, const SourceFile& src);
+
+// A profile file found from what a user typed: a bundled name (GPU profiles first, then fabrics) or a
+// path; whether it is a fabric (it has gpus_per_node, itself or through its "base"). nullopt when
+// neither a bundled name nor an existing file.
+struct ProfileRef {
+  std::filesystem::path path;
+  bool fabric = false;
+};
+std::optional<ProfileRef> find_profile_file(const std::string& ref);
+// The bundled GPU and fabric profile names, GPUs first.
+std::vector<std::string> profile_names();
 std::optional<FabricSpec> read_fabric(const Json& value, const std::string& pointer, const SourceFile& src);
 // A scenario's "cluster": an object {gpu, nodes, fabric} or a path to a file holding one.
 std::optional<Cluster> read_cluster(const Json& value, const std::string& pointer, const SourceFile& src);

@@ -10,6 +10,9 @@ namespace plumb {
 
 enum class Dimension { bytes, bandwidth, time, flop_rate, count };
 
+// 10¹²: TFLOP/s ↔ FLOP/s, and tokens per trillion.
+inline constexpr double kTera = 1e12;
+
 std::string_view dimension_name(Dimension d);
 // What a valid value of this dimension looks like, for error messages.
 std::string_view dimension_example(Dimension d);

@@ -3,11 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <fmt/format.h>
 #include <mutex>
 #include <thread>
-#include <unistd.h>
 
 #include "models/memory/memory.hpp"
 #include "models/step/step_builder.hpp"
@@ -15,6 +13,9 @@
 #include "models/step/step_summary.hpp"
 
 namespace plumb {
+
+// Points evaluated between two progress reports.
+constexpr std::uint64_t kProgressEvery = 4096;
 namespace {
 
 constexpr std::size_t kNearMisses = 5;
@@ -214,16 +215,13 @@ PlanOutcome run_plan(const Job& scenario, const PlanSpace& space, const PlanOpti
   for (std::uint64_t i = options.shard; i < total; i += options.shards) mine.push_back(i);
   std::vector<PlanOutcome> parts(static_cast<std::size_t>(threads));
   std::atomic<std::uint64_t> done{0};
-  const bool progress = options.progress && isatty(STDERR_FILENO);
-  std::mutex print;
+  std::mutex report;
   parallel_for(mine.size(), threads, [&](int t, std::uint64_t k) {
     evaluate(base, space, mine[k], parts[static_cast<std::size_t>(t)]);
     std::uint64_t d = ++done;
-    if (progress && (d % 4096 == 0 || d == mine.size())) {
-      std::lock_guard<std::mutex> lock(print);
-      std::fprintf(stderr, "\rplumb plan: %5.1f%% of %llu layouts", 100.0 * static_cast<double>(d) / static_cast<double>(mine.size()),
-                   static_cast<unsigned long long>(mine.size()));
-      if (d == mine.size()) std::fprintf(stderr, "\n");
+    if (options.progress && (d % kProgressEvery == 0 || d == mine.size())) {
+      std::lock_guard<std::mutex> lock(report);
+      options.progress(d, mine.size());
     }
   });
   PlanOutcome out;

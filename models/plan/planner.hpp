@@ -6,6 +6,7 @@
 // whatever the split.
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -49,7 +50,9 @@ struct PlanOptions {
   int threads = 0;  // 0: every core
   std::uint64_t shard = 0, shards = 1;
   bool simulate = true;  // re-rank the best with the discrete-event simulation
-  bool progress = false; // a progress line on stderr
+  // Told (points done, points in this shard) now and then while the points are evaluated, and once at
+  // the end; calls never overlap. The planner itself prints nothing: the command renders it.
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
 };
 
 PlanOutcome run_plan(const Job& base, const PlanSpace& space, const PlanOptions& options);

@@ -9,7 +9,6 @@
 namespace plumb {
 namespace {
 
-double seconds_of(sim::Time t) { return static_cast<double>(t) * 1e-12; }
 
 }  // namespace
 
@@ -42,7 +41,7 @@ void account_step(StepSimulation& s) {
     RankStep& out = mine;
     sim::Time at = 0;
     auto close = [&](sim::Time until) {
-      double dt = seconds_of(until - at);
+      double dt = sim::to_seconds(until - at);
       if (dt <= 0) return;
       if (active[0] > 0) {
         out.compute += dt;
@@ -87,7 +86,7 @@ std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s) {
         end = std::max(end, s.result.end[t]);
       }
       if (start == sim::kNever) continue;
-      rows[r].push_back({&s.schedule.ops[r][i], seconds_of(start), seconds_of(end)});
+      rows[r].push_back({&s.schedule.ops[r][i], sim::to_seconds(start), sim::to_seconds(end)});
     }
   return rows;
 }
@@ -121,7 +120,7 @@ std::vector<RankPhases> rank_phases(const StepSimulation& s) {
     const auto id = static_cast<sim::TaskId>(t);
     const auto g = static_cast<std::size_t>(s.task_gpu[t]);
     if (!wanted[g] || s.graph.kind(id) == sim::TaskKind::marker || s.result.end[t] <= s.result.start[t]) continue;
-    busy[g].emplace_back(seconds_of(s.result.start[t]), seconds_of(s.result.end[t]));
+    busy[g].emplace_back(sim::to_seconds(s.result.start[t]), sim::to_seconds(s.result.end[t]));
   }
   std::vector<RankPhases> out;
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -165,7 +164,7 @@ std::vector<std::string> critical_path_summary(const StepSimulation& s) {
     std::string first = s.graph.label(path[i]), last = first;
     for (; i < path.size() && s.task_gpu[path[i]] == gpu; ++i) {
       sim::TaskId t = path[i];
-      double d = seconds_of(s.result.end[t] - s.result.start[t]);
+      double d = sim::to_seconds(s.result.end[t] - s.result.start[t]);
       if (s.task_comm[t] >= 0) comm[static_cast<std::size_t>(s.task_comm[t])] += d;
       else if (s.graph.kind(t) != sim::TaskKind::marker) compute += d;
       to = s.result.end[t];
@@ -176,8 +175,8 @@ std::vector<std::string> critical_path_summary(const StepSimulation& s) {
       if (comm[k] > 0) kinds += fmt::format(", {} {:.2f} ms", comm_kind_name(static_cast<CommKind>(k)), comm[k] * 1e3);
     std::string who = s.full ? fmt::format("GPU {:>4} (pp {:>2})", gpu, s.gpu_pp[static_cast<std::size_t>(gpu)])
                              : fmt::format("pp rank {:>2}", gpu);
-    lines.push_back(fmt::format("{}  {:>9.2f} → {:>9.2f} ms  {} … {}: compute {:.2f} ms{}", who, seconds_of(from) * 1e3,
-                                seconds_of(to) * 1e3, first, last, compute * 1e3, kinds));
+    lines.push_back(fmt::format("{}  {:>9.2f} → {:>9.2f} ms  {} … {}: compute {:.2f} ms{}", who, sim::to_seconds(from) * 1e3,
+                                sim::to_seconds(to) * 1e3, first, last, compute * 1e3, kinds));
   }
   return lines;
 }

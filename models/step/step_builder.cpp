@@ -10,12 +10,10 @@
 #include "models/memory/memory.hpp"
 #include "models/schedule_run/pipeline_run.hpp"
 #include "models/parallel/placement.hpp"
-#include "models/schedules/zero_bubble.hpp"
 
 namespace plumb {
 namespace {
 
-sim::Time ticks(double seconds) { return static_cast<sim::Time>(std::llround(seconds * 1e12)); }
 
 struct RankStreams {
   sim::StreamId compute, comm, p2p, dp;
@@ -117,13 +115,13 @@ class StepOps final : public PipelineHooks {
   }
 
   sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind) {
-    sim::TaskId t = out_.graph.add_compute(label, stream, ticks(seconds), costs_.comm_sms);
+    sim::TaskId t = out_.graph.add_compute(label, stream, sim::nearest_time(seconds), costs_.comm_sms);
     if (costs_.network[static_cast<std::size_t>(kind)] && seconds > 0) out_.graph.set_shares_port(t);
     note(rank, static_cast<std::int8_t>(kind));
     return t;
   }
   sim::TaskId compute_task(std::int64_t rank, const std::string& label, double seconds) {
-    sim::TaskId t = out_.graph.add_compute(label, streams(rank).compute, ticks(seconds));
+    sim::TaskId t = out_.graph.add_compute(label, streams(rank).compute, sim::nearest_time(seconds));
     note(rank, -1);
     return t;
   }
@@ -405,7 +403,7 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) 
   } catch (const sim::DeadlockError& e) {
     throw ScheduleError(fmt::format("the {} step cannot run: {}", schedule_name(s.kind), e.what()));
   }
-  out.step_time = static_cast<double>(out.result.makespan) * 1e-12;
+  out.step_time = sim::to_seconds(out.result.makespan);
   out.ranks.resize(static_cast<std::size_t>(s.ranks));
   account_step(out);
   std::vector<std::int64_t> inflight = peak_activations(s);

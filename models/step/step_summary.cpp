@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/costs/flops.hpp"
+#include "models/input/units.hpp"
 
 namespace plumb {
 
@@ -29,8 +30,8 @@ StepRates rates_at(const Job& job, double step_time) {
   r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(job.layout.gpus());
   const double seq = static_cast<double>(job.training.seq_len);
   const double peak = job.cluster.gpu.peak_dense.at(MathDtype::bf16);
-  r.model_tflops_per_gpu = model_flops_per_token(job.model, seq) * r.tokens_per_s_per_gpu / 1e12;
-  r.mfu = r.model_tflops_per_gpu * 1e12 / peak;
+  r.model_tflops_per_gpu = model_flops_per_token(job.model, seq) * r.tokens_per_s_per_gpu / kTera;
+  r.mfu = r.model_tflops_per_gpu * kTera / peak;
   const Recompute& rc = job.layout.recompute;
   RecomputeKind kind = rc.full ? RecomputeKind::full : rc.core_attention ? RecomputeKind::selective : RecomputeKind::none;
   r.hfu = hardware_flops_per_token(job.model, seq, kind, job.training.attention_kernel == AttentionKernel::flash) *
