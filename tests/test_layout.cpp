@@ -29,7 +29,7 @@ std::string load_error(const std::string& name, const std::vector<std::string>& 
 
 const GroupSpan& span(const std::vector<GroupSpan>& spans, const std::string& kind) {
   for (const GroupSpan& s : spans)
-    if (s.kind == kind) return s;
+    if (parallel_dim_name(s.kind) == kind) return s;
   FAIL("no group " << kind);
   return spans.front();
 }

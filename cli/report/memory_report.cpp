@@ -75,7 +75,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
   Json groups = Json::array();
   if (auto placement = Placement::make(job.layout, job.cluster.fabric.gpus_per_node, nullptr))
     for (const GroupSpan& g : placement->spans())
-      groups.push_back({{"kind", g.kind}, {"size", g.size}, {"groups", g.groups}, {"nodes_min", g.nodes_min},
+      groups.push_back({{"kind", parallel_dim_name(g.kind)}, {"size", g.size}, {"groups", g.groups}, {"nodes_min", g.nodes_min},
                         {"nodes_max", g.nodes_max}, {"gpus_per_node_max", g.gpus_per_node_max}});
   out["groups"] = groups;
   return out;
@@ -102,7 +102,7 @@ std::string memory_report_table(const Job& job, const MemoryPlan& plan) {
     for (const GroupSpan& g : placement->spans()) {
       std::string nodes = g.nodes_min == g.nodes_max ? fmt::format("{}", g.nodes_min)
                                                      : fmt::format("{}–{}", g.nodes_min, g.nodes_max);
-      spans += fmt::format("{}{} {}×{} node{}", spans.empty() ? "" : ", ", g.kind, g.size, nodes,
+      spans += fmt::format("{}{} {}×{} node{}", spans.empty() ? "" : ", ", parallel_dim_name(g.kind), g.size, nodes,
                            g.nodes_max == 1 ? "" : "s");
     }
     out += fmt::format("  groups   {} (size × nodes spanned)\n", spans);

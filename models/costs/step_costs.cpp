@@ -172,12 +172,12 @@ Groups groups_of(const Job& job) {
   if (!placement) throw std::invalid_argument(why);
   for (const GroupSpan& s : placement->spans()) {
     GroupPlacement p = even_group(s.size, s.nodes_max);
-    if (s.kind == "tp") g.tp = p;
-    else if (s.kind == "ep") g.ep = p;
-    else if (s.kind == "cp") g.cp = p;
-    else if (s.kind == "dp") g.dp = p;
-    else if (s.kind == "edp") g.edp = p;
-    else if (s.kind == "pp") g.pp_crosses_nodes = s.nodes_max > 1;
+    if (s.kind == ParallelDim::tp) g.tp = p;
+    else if (s.kind == ParallelDim::ep) g.ep = p;
+    else if (s.kind == ParallelDim::cp) g.cp = p;
+    else if (s.kind == ParallelDim::dp) g.dp = p;
+    else if (s.kind == ParallelDim::edp) g.edp = p;
+    else if (s.kind == ParallelDim::pp) g.pp_crosses_nodes = s.nodes_max > 1;
   }
   auto one = [](GroupPlacement& p, std::int64_t size) {
     if (size <= 1) p = {1, 1};

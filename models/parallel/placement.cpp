@@ -7,11 +7,24 @@ namespace plumb {
 namespace {
 
 struct Dim {
-  std::string name;
+  ParallelDim name;
   std::int64_t size;
 };
 
 }  // namespace
+
+std::string_view parallel_dim_name(ParallelDim d) {
+  switch (d) {
+    case ParallelDim::tp: return "tp";
+    case ParallelDim::cp: return "cp";
+    case ParallelDim::dp: return "dp";
+    case ParallelDim::pp: return "pp";
+    case ParallelDim::ep: return "ep";
+    case ParallelDim::etp: return "etp";
+    case ParallelDim::edp: return "edp";
+  }
+  return "?";
+}
 
 std::optional<Placement> Placement::make(const ParallelLayout& p, std::int64_t gpus_per_node, std::string* why) {
   Placement pl;
@@ -29,25 +42,25 @@ std::optional<Placement> Placement::make(const ParallelLayout& p, std::int64_t g
   std::vector<Dim> dense, expert;
   for (const std::string& name : p.order) {
     if (name == "tp") {
-      dense.push_back({"tp", p.tp});
-      expert.push_back({"etp", p.etp});
+      dense.push_back({ParallelDim::tp, p.tp});
+      expert.push_back({ParallelDim::etp, p.etp});
     } else if (name == "cp") {
-      dense.push_back({"cp", p.cp});
+      dense.push_back({ParallelDim::cp, p.cp});
     } else if (name == "dp") {
-      dense.push_back({"dp", p.dp});
-      expert.push_back({"edp", p.edp()});
+      dense.push_back({ParallelDim::dp, p.dp});
+      expert.push_back({ParallelDim::edp, p.edp()});
     } else if (name == "ep") {
-      expert.push_back({"ep", p.ep});
+      expert.push_back({ParallelDim::ep, p.ep});
     } else {
-      dense.push_back({"pp", p.pp});
-      expert.push_back({"pp", p.pp});
+      dense.push_back({ParallelDim::pp, p.pp});
+      expert.push_back({ParallelDim::pp, p.pp});
     }
   }
   pl.dense_ = build(dense);
   pl.expert_ = build(expert);
   // Expert layers live on the same pipeline stage as the dense layers around them.
   auto pp_stride = [](const std::vector<Axis>& axes) {
-    return std::find_if(axes.begin(), axes.end(), [](const Axis& a) { return a.name == "pp"; })->stride;
+    return std::find_if(axes.begin(), axes.end(), [](const Axis& a) { return a.name == ParallelDim::pp; })->stride;
   };
   if (p.pp > 1 && pp_stride(pl.dense_) != pp_stride(pl.expert_)) {
     if (why) *why = "this order places pipeline stages differently for dense and expert layers; keep pp outside tp, cp, ep and dp "
@@ -57,19 +70,19 @@ std::optional<Placement> Placement::make(const ParallelLayout& p, std::int64_t g
   return pl;
 }
 
-std::int64_t Placement::coordinate(const std::vector<Axis>& axes, const std::string& name, std::int64_t rank) const {
+std::int64_t Placement::coordinate(const std::vector<Axis>& axes, ParallelDim name, std::int64_t rank) const {
   for (const Axis& a : axes)
     if (a.name == name) return (rank / a.stride) % a.size;
   return 0;
 }
 
 RankCoords Placement::coords(std::int64_t rank) const {
-  return {coordinate(dense_, "tp", rank),  coordinate(dense_, "cp", rank),  coordinate(dense_, "dp", rank),
-          coordinate(dense_, "pp", rank),  coordinate(expert_, "etp", rank), coordinate(expert_, "ep", rank),
-          coordinate(expert_, "edp", rank)};
+  return {coordinate(dense_, ParallelDim::tp, rank),  coordinate(dense_, ParallelDim::cp, rank),  coordinate(dense_, ParallelDim::dp, rank),
+          coordinate(dense_, ParallelDim::pp, rank),  coordinate(expert_, ParallelDim::etp, rank), coordinate(expert_, ParallelDim::ep, rank),
+          coordinate(expert_, ParallelDim::edp, rank)};
 }
 
-GroupSpan Placement::span_of(const std::vector<Axis>& axes, const std::string& name) const {
+GroupSpan Placement::span_of(const std::vector<Axis>& axes, ParallelDim name) const {
   const Axis& axis = *std::find_if(axes.begin(), axes.end(), [&](const Axis& a) { return a.name == name; });
   GroupSpan s{name, axis.size, ranks_ / axis.size, ranks_, 0, 0};
   std::vector<std::int64_t> nodes;
@@ -106,9 +119,9 @@ GroupSpan Placement::span_of(const std::vector<Axis>& axes, const std::string& n
 std::vector<GroupSpan> Placement::spans() const {
   std::vector<GroupSpan> out;
   for (const Axis& a : dense_)
-    if (a.size > 1 || a.name != "cp") out.push_back(span_of(dense_, a.name));
+    if (a.size > 1 || a.name != ParallelDim::cp) out.push_back(span_of(dense_, a.name));
   for (const Axis& a : expert_)
-    if (a.name != "pp" && a.size > 1) out.push_back(span_of(expert_, a.name));
+    if (a.name != ParallelDim::pp && a.size > 1) out.push_back(span_of(expert_, a.name));
   return out;
 }
 

@@ -5,11 +5,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/parallel/layout.hpp"
 
 namespace plumb {
+
+// A dimension of the layout, and the process groups along it: dense layers' tensor, context, data and
+// pipeline parallelism, and expert layers' expert, expert-tensor and expert-data parallelism.
+enum class ParallelDim { tp, cp, dp, pp, ep, etp, edp };
+std::string_view parallel_dim_name(ParallelDim d);  // "tp", "cp", …
 
 struct RankCoords {
   std::int64_t tp = 0, cp = 0, dp = 0, pp = 0;  // dense view
@@ -17,7 +23,7 @@ struct RankCoords {
 };
 
 struct GroupSpan {
-  std::string kind;          // "tp", "cp", "dp", "pp", "ep", "etp", "edp"
+  ParallelDim kind = ParallelDim::tp;
   std::int64_t size = 0;     // ranks per group
   std::int64_t groups = 0;
   std::int64_t nodes_min = 0, nodes_max = 0;          // nodes one group spans
@@ -35,12 +41,12 @@ class Placement {
 
  private:
   struct Axis {
-    std::string name;
+    ParallelDim name = ParallelDim::tp;
     std::int64_t size = 1;
     std::int64_t stride = 1;
   };
-  std::int64_t coordinate(const std::vector<Axis>& axes, const std::string& name, std::int64_t rank) const;
-  GroupSpan span_of(const std::vector<Axis>& axes, const std::string& name) const;
+  std::int64_t coordinate(const std::vector<Axis>& axes, ParallelDim name, std::int64_t rank) const;
+  GroupSpan span_of(const std::vector<Axis>& axes, ParallelDim name) const;
 
   std::vector<Axis> dense_, expert_;
   std::int64_t ranks_ = 0;
