@@ -354,8 +354,8 @@ TEST_CASE("plumb-validate bench times flash attention at the scenario's heads an
   job.training.attention_kernel = AttentionKernel::flash;  // the SC'21 scenario's Megatron-LM ran it unfused
   for (const LayerOp& op : layer_ops(job.model, 0, op_context(job)))
     if (op.cls == OpClass::attention) {
-      CHECK(op_time(op, 0, job).seconds == doctest::Approx(runs[0].forward_seconds).epsilon(1e-6));
-      CHECK(op_time(op, 1, job).seconds == doctest::Approx(runs[0].backward_seconds).epsilon(1e-6));
+      CHECK(op_time(op, 0, job.cluster.gpu, job.training).seconds == doctest::Approx(runs[0].forward_seconds).epsilon(1e-6));
+      CHECK(op_time(op, 1, job.cluster.gpu, job.training).seconds == doctest::Approx(runs[0].backward_seconds).epsilon(1e-6));
     }
   // A row without its timings is refused with its path.
   Json bad = measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-21", {}, {}, std::nullopt, runs);

@@ -122,7 +122,7 @@ TEST_CASE("a profile's kernel overhead is added once to every pass that launches
     for (int pass = 0; pass < 3; ++pass) {
       const auto p = static_cast<std::size_t>(pass);
       const double extra = op.flops[p] > 0 || op.bytes[p] > 0 ? 5e-6 : 0.0;
-      CHECK(op_time(op, pass, slow).seconds == doctest::Approx(op_time(op, pass, job).seconds + extra).epsilon(1e-12));
+      CHECK(op_time(op, pass, slow.cluster.gpu, slow.training).seconds == doctest::Approx(op_time(op, pass, job.cluster.gpu, job.training).seconds + extra).epsilon(1e-12));
     }
 }
 

@@ -8,6 +8,7 @@
 #include "models/input/catalogue.hpp"
 #include "models/costs/flops.hpp"
 #include "models/memory/memory.hpp"
+#include "models/spec/param_count.hpp"
 #include "cli/report/schedule_report.hpp"
 #include "cli/report/step_report.hpp"
 
@@ -306,7 +307,7 @@ TEST_CASE("a pass's background reduction and its own all-to-all share the networ
 
 TEST_CASE("failures: Llama 3's interruption rate, Young's interval and the goodput Meta reports") {
   Job job = scenario("llama3-405b-16k-h100.json");
-  Resilience f = resilience_of(job);
+  Resilience f = resilience_of(count_params(job.model).total, job.layout.gpus(), job.training);
   // 419 unexpected interruptions in 54 days on 16,384 GPUs: one every 54 · 24 / 419 = 3.09 hours.
   CHECK(relative(f.job_mtbf_seconds, 54.0 * 24 * 3600 / 419) < 1e-9);
   CHECK(relative(f.interval_seconds, std::sqrt(2 * f.checkpoint_seconds * f.job_mtbf_seconds)) < 1e-12);
@@ -320,9 +321,9 @@ TEST_CASE("failures: Llama 3's interruption rate, Young's interval and the goodp
   CHECK(f.goodput < 0.95);
   // Fewer GPUs fail less often; no failures means no loss.
   Job small = scenario("deepseek-v3-2048xh800.json");
-  CHECK(resilience_of(small).goodput > f.goodput);
+  CHECK(resilience_of(count_params(small.model).total, small.layout.gpus(), small.training).goodput > f.goodput);
   Job never = scenario("deepseek-v3-2048xh800.json", {"training.failures_per_gpu_hour=0"});
-  CHECK(resilience_of(never).goodput == 1.0);
+  CHECK(resilience_of(count_params(never.model).total, never.layout.gpus(), never.training).goodput == 1.0);
   StepReport r = run(small).report;
   CHECK(relative(r.training.days_with_failures * r.training.resilience.goodput, r.training.days) < 1e-12);
 }

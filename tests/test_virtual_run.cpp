@@ -98,7 +98,7 @@ TEST_CASE("the executor's GEMMs and attention do the FLOPs plumb costs, pass by 
     const Job& j = run.job;
     CHECK(j.training.attention_kernel == attention);
     OpContext c = op_context(j);
-    for (const StagePlan& s : stage_plans(j)) {
+    for (const StagePlan& s : stage_plans(j.layout, j.model.mtp_depth)) {
       INFO(std::string(file) << " stage " << s.index << " " << attention_kernel_name(attention));
       PassFlops want;
       double recompute = 0;
@@ -225,7 +225,7 @@ std::filesystem::path predicted_as_measured(const std::string& scenario_file, do
     }
   for (std::size_t i = 0; i < run.op_names.size(); ++i)
     for (int pass = 0; pass < 3; ++pass)
-      if (double t = op_time(run.op_defs[i], pass, run.job).seconds; t > 0) m.op_times.push_back({run.op_names[i], pass, t * slower, 3});
+      if (double t = op_time(run.op_defs[i], pass, run.job.cluster.gpu, run.job.training).seconds; t > 0) m.op_times.push_back({run.op_names[i], pass, t * slower, 3});
   std::filesystem::path path = std::filesystem::temp_directory_path() / name;
   std::ofstream(path) << measured_run_json(setup, run, m).dump(1);
   return path;

@@ -22,7 +22,7 @@ struct StageOps {
 std::vector<StageOps> stage_ops(const Job& job) {
   std::vector<StageOps> out;
   OpContext c = op_context(job);
-  for (const StagePlan& s : stage_plans(job)) {
+  for (const StagePlan& s : stage_plans(job.layout, job.model.mtp_depth)) {
     StageOps so;
     so.stage = s.index;
     if (s.layers > 0) {
@@ -47,7 +47,7 @@ Json ops_report_json(const Job& job) {
     for (const LayerOp& op : so.ops) {
       Json passes = Json::array();
       for (int pass = 0; pass < 3; ++pass) {
-        OpTime t = op_time(op, pass, job);
+        OpTime t = op_time(op, pass, job.cluster.gpu, job.training);
         passes.push_back({{"flops", op.executed_flops(pass)}, {"bytes", op.bytes[static_cast<std::size_t>(pass)]},
                           {"time_s", t.seconds}, {"bound", t.compute_bound ? "compute" : "memory"}});
       }
@@ -98,7 +98,8 @@ std::string ops_report_table(const Job& job) {
     out += fmt::format("  {:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n", "op", width, "F GFLOP", "F MB", "F us",
                        "dX us", "dW us", "total us", "bound");
     for (const LayerOp& op : so.ops) {
-      OpTime f = op_time(op, 0, job), dx = op_time(op, 1, job), dw = op_time(op, 2, job);
+      const GpuSpec& gpu = job.cluster.gpu;
+      OpTime f = op_time(op, 0, gpu, job.training), dx = op_time(op, 1, gpu, job.training), dw = op_time(op, 2, gpu, job.training);
       out += fmt::format("  {:<{}} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, width, op.flops[0] / 1e9,
                          op.bytes[0] / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
                          (f.seconds + dx.seconds + dw.seconds) * 1e6, f.compute_bound ? "compute" : "memory");

@@ -4,8 +4,7 @@
 
 namespace plumb {
 
-OpTime op_time(const LayerOp& op, int pass, const Job& job) {
-  const GpuSpec& gpu = job.cluster.gpu;
+OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training) {
   const auto p = static_cast<std::size_t>(pass);
   const double memory = op.bytes[p] / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
   // Every pass that does work is a kernel launch (unfused attention's several, counted as one).
@@ -13,7 +12,7 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   if (op.cls == OpClass::memory) return {memory + overhead, false};
   // fp8 runs the GEMMs only, less the output head and the router (DeepSeek-V3 §3.3: attention and
   // elementwise work stay in bf16).
-  bool fp8 = job.training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
+  bool fp8 = training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
              gpu.peak_dense.count(MathDtype::fp8);
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
   double peak = gpu.peak_dense.at(dtype);
@@ -21,7 +20,7 @@ OpTime op_time(const LayerOp& op, int pass, const Job& job) {
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
     efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2);
-  } else if (job.training.attention_kernel == AttentionKernel::unfused)
+  } else if (training.attention_kernel == AttentionKernel::unfused)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else if (pass == 0)
     efficiency = gpu.attention_efficiency.value_or(1.0);

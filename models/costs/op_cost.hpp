@@ -13,7 +13,8 @@ struct OpTime {
 };
 
 // pass: 0 forward, 1 input gradient, 2 weight gradient.
-OpTime op_time(const LayerOp& op, int pass, const Job& job);
+// Reads the GPU profile and, of the training, its precision and attention kernel.
+OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training);
 
 // How the job's layout shards one micro-batch's ops on one GPU.
 OpContext op_context(const Job& job);

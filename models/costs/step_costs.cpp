@@ -308,7 +308,7 @@ class StageCoster {
 
  private:
   double seconds(const LayerOp& op, int pass) const {
-    double t = op_time(op, pass, job_).seconds;
+    double t = op_time(op, pass, job_.cluster.gpu, job_.training).seconds;
     return expert_op(op) ? t * expert_load_ : t;
   }
   static CommKind kind_of(CommPoint c) {
@@ -372,7 +372,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const TrainingSpec& t = job.training;
   const double update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments + weight_bytes(t.precision);
   const double p2p = coster.p2p();
-  const std::vector<StagePlan> plans = stage_plans(job);
+  const std::vector<StagePlan> plans = stage_plans(job.layout, job.model.mtp_depth);
   // Stages with the same layers in the same order (every middle stage, usually) share their passes.
   std::map<std::vector<const StageCoster::LayerPasses*>, StageCost> built;
   for (const StagePlan& sp : plans) {

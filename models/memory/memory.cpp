@@ -17,10 +17,10 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
   return b;
 }
 
-std::vector<StagePlan> stage_plans(const Job& job) {
+std::vector<StagePlan> stage_plans(const ParallelLayout& layout, std::int64_t mtp_depth) {
   std::vector<StagePlan> plans;
   std::int64_t first = 0;
-  const auto& split = job.layout.stage_layers;
+  const auto& split = layout.stage_layers;
   for (std::size_t i = 0; i < split.size(); ++i) {
     StagePlan s;
     s.index = static_cast<std::int64_t>(i);
@@ -28,7 +28,7 @@ std::vector<StagePlan> stage_plans(const Job& job) {
     s.layers = split[i];
     s.embedding = i == 0;
     s.head = i + 1 == split.size();
-    s.mtp_modules = s.head ? job.model.mtp_depth : 0;
+    s.mtp_modules = s.head ? mtp_depth : 0;
     first += split[i];
     plans.push_back(s);
   }
@@ -151,7 +151,7 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
 std::vector<StageParams> stage_params(const Job& job) {
   const ModelShare share = model_share(job);
   std::vector<StageParams> out;
-  for (const StagePlan& s : stage_plans(job)) {
+  for (const StagePlan& s : stage_plans(job.layout, job.model.mtp_depth)) {
     HeldParams held = params_of_stage(job, share, s, s.embedding);
     out.push_back({held.dense, held.expert});
   }
@@ -167,7 +167,7 @@ MemoryPlan plan_memory(const Job& job) {
   MemoryPlan plan;
   plan.capacity_bytes = job.cluster.gpu.hbm_capacity;
   plan.microbatches = job.microbatches();
-  plan.stages = stage_plans(job);
+  plan.stages = stage_plans(job.layout, job.model.mtp_depth);
   const ModelShare share = model_share(job);
   for (std::int64_t r = 0; r < p.pp; ++r) {
     RankMemory rank;

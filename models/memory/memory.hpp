@@ -27,7 +27,7 @@ struct StagePlan {
   bool head = false;
   std::int64_t mtp_modules = 0;
 };
-std::vector<StagePlan> stage_plans(const Job& job);
+std::vector<StagePlan> stage_plans(const ParallelLayout& layout, std::int64_t mtp_depth);
 
 struct RankMemory {
   std::int64_t pp_rank = 0;

@@ -7,14 +7,13 @@
 
 namespace plumb {
 
-Resilience resilience_of(const Job& job) {
-  const TrainingSpec& t = job.training;
+Resilience resilience_of(double params, std::int64_t gpus, const TrainingSpec& t) {
   Resilience r;
   // What a restart needs: the 16-bit weights plus the optimizer's master weights and moments.
-  r.checkpoint_bytes = count_params(job.model).total * (2.0 + t.optimizer.master + t.optimizer.moments);
+  r.checkpoint_bytes = params * (2.0 + t.optimizer.master + t.optimizer.moments);
   r.checkpoint_seconds = r.checkpoint_bytes / t.checkpoint_bandwidth;
   r.restart_seconds = t.restart_time;
-  double failures_per_second = static_cast<double>(job.layout.gpus()) * t.failures_per_gpu_hour / 3600.0;
+  double failures_per_second = static_cast<double>(gpus) * t.failures_per_gpu_hour / 3600.0;
   if (failures_per_second <= 0) return r;  // no failures: goodput 1, no checkpoints needed
   r.job_mtbf_seconds = 1.0 / failures_per_second;
   r.interval_seconds = std::sqrt(2.0 * r.checkpoint_seconds * r.job_mtbf_seconds);

@@ -4,7 +4,9 @@
 // work plus the restart. Young's first-order optimum τ = √(2δM) for a job MTBF of M (Young 1974,
 // "A first order approximation to the optimum checkpoint interval"; Daly 2006 refines it), and the
 // share of wall time that is useful work ("goodput") is 1 − δ/τ − (τ/2 + R)/M.
-#include "models/scenario/job.hpp"
+#include <cstdint>
+
+#include "models/spec/training.hpp"
 
 namespace plumb {
 
@@ -17,6 +19,8 @@ struct Resilience {
   double goodput = 1;            // useful share of wall time
 };
 
-Resilience resilience_of(const Job& job);
+// For a model of `params` parameters trained on `gpus` GPUs: reads the training's optimizer state bytes,
+// failure rate, checkpoint bandwidth and restart time.
+Resilience resilience_of(double params, std::int64_t gpus, const TrainingSpec& training);
 
 }  // namespace plumb

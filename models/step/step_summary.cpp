@@ -4,6 +4,7 @@
 
 #include "models/costs/flops.hpp"
 #include "models/input/units.hpp"
+#include "models/spec/param_count.hpp"
 
 namespace plumb {
 
@@ -16,7 +17,7 @@ TrainingTotals training_totals(const Job& job, double step_time) {
   t.days = seconds / 86400.0;
   t.gpu_hours = seconds / 3600.0 * static_cast<double>(job.layout.gpus());
   t.cost_usd = t.gpu_hours * job.training.price_per_gpu_hour;
-  t.resilience = resilience_of(job);
+  t.resilience = resilience_of(count_params(job.model).total, job.layout.gpus(), job.training);
   double stretch = t.resilience.goodput > 0 ? 1.0 / t.resilience.goodput : 0.0;
   t.days_with_failures = t.days * stretch;
   t.gpu_hours_with_failures = t.gpu_hours * stretch;

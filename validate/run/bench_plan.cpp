@@ -23,7 +23,7 @@ std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep) {
   if (job) {
     OpContext c = op_context(*job);
     static const char* passes[] = {"forward", "input gradient", "weight gradient"};
-    for (const StagePlan& s : stage_plans(*job)) {
+    for (const StagePlan& s : stage_plans(job->layout, job->model.mtp_depth)) {
       std::vector<LayerOp> ops;
       if (s.layers > 0) ops = layer_ops(job->model, s.first_layer, c);
       if (s.head)

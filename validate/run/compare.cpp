@@ -105,7 +105,7 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
     if (it == id.end()) continue;  // not an op of this plan (a file from another version): nothing to predict
     const LayerOp& op = run.op_defs[it->second];
     const char* kind = op.cls == OpClass::gemm ? "GEMM" : op.cls == OpClass::attention ? "attention" : "memory-bound";
-    c.ops.push_back({t.op, t.pass, t.seconds, op_time(op, t.pass, run.job).seconds, static_cast<double>(t.runs) / steps, kind});
+    c.ops.push_back({t.op, t.pass, t.seconds, op_time(op, t.pass, run.job.cluster.gpu, run.job.training).seconds, static_cast<double>(t.runs) / steps, kind});
   }
   for (const char* kind : {"GEMM", "attention", "memory-bound"}) {
     KindComparison k{kind};

@@ -266,7 +266,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   KernelMapper mapper{job};
 
   std::map<std::string, std::int32_t> ids;
-  const std::vector<StagePlan> plans = stage_plans(job);
+  const std::vector<StagePlan> plans = stage_plans(job.layout, job.model.mtp_depth);
   for (auto* pass : {&run.forward, &run.backward, &run.input_grad, &run.weight_grad}) pass->resize(plans.size());
   for (const StagePlan& s : plans) {
     const auto si = static_cast<std::size_t>(s.index);
