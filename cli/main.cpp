@@ -35,12 +35,29 @@ std::string top_help() {
   for (const Command* c : commands())  // first usage line only; `plumb <command> --help` has the rest
     text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage.substr(0, c->spec.usage.find('\n')));
   text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";
+  text += "\nplumb help --markdown prints every command's help as Markdown (docs/commands.md).\n";
   text += "\nexit codes: 0 ok, 2 bad input, 3 infeasible (e.g. does not fit), 70 internal error\n";
+  return text;
+}
+
+// docs/commands.md: the same help, every command's in full, as Markdown. A test holds the file to it.
+std::string reference_markdown() {
+  std::string text =
+      "# plumb command reference\n\n"
+      "Generated from plumb's own option declarations by `plumb help --markdown > docs/commands.md`;\n"
+      "a test fails when this file and `plumb --help` disagree. What each command computes, and how, is in\n"
+      "[using.md](using.md).\n\n## plumb\n\n```\n" + top_help() + "```\n";
+  for (const Command* c : commands())
+    text += fmt::format("\n## plumb {}\n\n```\n{}```\n", c->spec.name, plumb::cli::help_text(c->spec));
   return text;
 }
 
 int dispatch(const std::vector<std::string>& argv) {
   using namespace plumb::cli;
+  if (argv.size() == 2 && argv[0] == "help" && argv[1] == "--markdown") {
+    std::cout << reference_markdown();
+    return kOk;
+  }
   if (argv.empty() || argv[0] == "--help" || argv[0] == "-h" || argv[0] == "help") {
     std::cout << top_help();
     return argv.empty() ? kBadInput : kOk;

@@ -240,7 +240,7 @@ std::string megatron_flags(const Job& job) {
   std::string out = fmt::format("--tensor-model-parallel-size {} --pipeline-model-parallel-size {}", l.tp, l.pp);
   if (l.cp > 1) out += fmt::format(" --context-parallel-size {}", l.cp);
   if (job.model.moe) out += fmt::format(" --expert-model-parallel-size {} --expert-tensor-parallel-size {}", l.ep, l.etp);
-  if (l.schedule == ScheduleKind::interleaved)
+  if (schedule_family(l.schedule).interleaves)
     out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", job.model.layers / (l.pp * l.vp));
   out += fmt::format(" --micro-batch-size {} --global-batch-size {} --seq-length {}", l.micro_batch, job.training.global_batch,
                      job.training.seq_len);

@@ -239,7 +239,7 @@ class StageCoster {
     n[static_cast<std::size_t>(CommKind::pp)] = groups_.pp_crosses_nodes;
     // DualPipe's mirror ranks are a pipeline apart, so their group spans nodes whenever the pipeline does.
     n[static_cast<std::size_t>(CommKind::dp)] = groups_.dp.nodes > 1 || groups_.edp.nodes > 1 ||
-                                                (job_.layout.schedule == ScheduleKind::dualpipe && groups_.pp_crosses_nodes);
+                                                (schedule_family(job_.layout.schedule).layout == StageLayout::mirrored && groups_.pp_crosses_nodes);
     return n;
   }
 
@@ -298,7 +298,7 @@ class StageCoster {
   double data_parallel(CollectiveOp op, const StageParams& p, double bytes) const {
     GroupPlacement dense = groups_.dp, expert = groups_.edp;
     if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);
-    if (job_.layout.schedule == ScheduleKind::dualpipe) {
+    if (schedule_family(job_.layout.schedule).layout == StageLayout::mirrored) {
       dense = even_group(dense.gpus * 2, dense.nodes * 2);
       expert = even_group(expert.gpus * 2, expert.nodes * 2);
     }
@@ -434,7 +434,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     s.optimizer = (dense_share + expert_share) * update_bytes / (job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency);
     out.stages.push_back(std::move(s));
   }
-  if (p.schedule == ScheduleKind::dualpipe || p.schedule == ScheduleKind::dualpipe_v)
+  if (schedule_family(p.schedule).overlaps_pairs)
     for (std::int64_t r = 0; r < p.pp; ++r) {
       std::vector<std::int64_t> held = stages_of_rank(p.schedule, r, p.pp, p.vp);
       for (std::size_t i = 0; i < held.size(); ++i) {

@@ -210,7 +210,7 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index) {
 std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& p, std::string* why) {
   const ScheduleKind kind = s.schedule[p.schedule];
   const std::int64_t vp = s.vp[p.vp];
-  if (vp > 1 && kind != ScheduleKind::interleaved) {
+  if (vp > 1 && !schedule_family(kind).interleaves) {
     *why = "/parallel/vp: virtual stages only for the interleaved schedule";
     return std::nullopt;
   }

@@ -67,7 +67,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   p.comm_sms = 1;         // no communication kernels run beside compute
   p.split = PipelineSplit::even;
   p.stage_layers.clear();
-  if (p.schedule != ScheduleKind::interleaved) p.vp = 1;
+  if (!schedule_family(p.schedule).interleaves) p.vp = 1;
 
   ModelSpec& m = job.model;
   keep_tp_shapes(m, tp);
