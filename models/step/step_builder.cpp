@@ -304,20 +304,82 @@ void join_groups(const std::vector<std::vector<std::int32_t>>& groups, CommKind 
 }
 
 // Groups of machine GPUs (global ranks) that share every coordinate but `axis`.
-std::vector<std::vector<std::int32_t>> groups_along(const Placement& place, std::int64_t gpus, const std::string& axis) {
+std::vector<std::vector<std::int32_t>> groups_along(const Placement& place, std::int64_t gpus, ParallelDim axis) {
   std::map<std::array<std::int64_t, 4>, std::vector<std::int32_t>> by_key;
   for (std::int64_t g = 0; g < gpus; ++g) {
     RankCoords c = place.coords(g);
     std::array<std::int64_t, 4> key{};
-    if (axis == "tp") key = {c.cp, c.dp, c.pp, 0};
-    else if (axis == "cp") key = {c.tp, c.dp, c.pp, 1};
-    else if (axis == "ep") key = {c.etp, c.edp, c.pp, 2};
+    if (axis == ParallelDim::tp) key = {c.cp, c.dp, c.pp, 0};
+    else if (axis == ParallelDim::cp) key = {c.tp, c.dp, c.pp, 1};
+    else if (axis == ParallelDim::ep) key = {c.etp, c.edp, c.pp, 2};
     else key = {c.tp, c.cp, c.pp, 3};  // dp
     by_key[key].push_back(static_cast<std::int32_t>(g));
   }
   std::vector<std::vector<std::int32_t>> out;
   for (auto& [_, members] : by_key) out.push_back(std::move(members));
   return out;
+}
+
+// The replicas the step builds: symmetric mode one, standing for all; full mode every GPU of the job,
+// grouped by pipeline rank in the order of their global ranks. Fills `out.gpu_pp`.
+std::vector<std::vector<std::int32_t>> step_replicas(const ParallelLayout& p, const std::optional<Placement>& place,
+                                                     StepSimulation& out) {
+  std::vector<std::vector<std::int32_t>> replicas;
+  if (!place) {
+    replicas.emplace_back();
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      replicas.back().push_back(static_cast<std::int32_t>(r));
+      out.gpu_pp.push_back(static_cast<std::int32_t>(r));
+    }
+    return replicas;
+  }
+  replicas.assign(static_cast<std::size_t>(p.gpus() / p.pp), {});
+  std::vector<std::size_t> filled(static_cast<std::size_t>(p.pp), 0);
+  for (auto& rep : replicas) rep.assign(static_cast<std::size_t>(p.pp), -1);
+  for (std::int64_t g = 0; g < p.gpus(); ++g) {
+    auto pp = static_cast<std::size_t>(place->coords(g).pp);
+    replicas[filled[pp]++][pp] = static_cast<std::int32_t>(g);
+    out.gpu_pp.push_back(static_cast<std::int32_t>(pp));
+  }
+  return replicas;
+}
+
+// Full mode: every TP, CP, EP and DP collective a barrier over its group, and each stage's gradient
+// reduction over every GPU holding it, across data parallelism (and DualPipe's mirrors).
+void join_full_groups(const Placement& place, std::int64_t gpus,
+                      const std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>>& dp_sites, StepShared& shared,
+                      StepSimulation& out) {
+  for (auto [kind, axis] : {std::pair{CommKind::tp, ParallelDim::tp}, std::pair{CommKind::cp, ParallelDim::cp},
+                            std::pair{CommKind::ep, ParallelDim::ep}, std::pair{CommKind::dp, ParallelDim::dp}})
+    join_groups(groups_along(place, gpus, axis), kind, shared, out);
+  std::map<std::pair<std::array<std::int64_t, 2>, std::int32_t>, std::vector<Site>> by_stage;
+  for (const auto& [key, sites] : dp_sites) {
+    RankCoords c = place.coords(key.first);
+    for (const Site& site : sites) by_stage[{{c.tp, c.cp}, key.second}].push_back(site);
+  }
+  for (const auto& [_, sites] : by_stage) {
+    if (sites.size() < 2) continue;
+    sim::TaskId barrier = out.graph.add_marker("dp barrier");
+    out.task_comm.push_back(-1);
+    out.task_gpu.push_back(0);
+    for (const Site& site : sites) {
+      out.graph.add_dependency(site.before, barrier);
+      out.graph.add_dependency(barrier, site.comm);
+    }
+  }
+}
+
+// With sampled routing each EP rank's experts run at its own load (the all-to-alls wait for the busiest):
+// one set of costs per EP rank; none otherwise.
+std::vector<StepCosts> costs_by_ep_rank(const Job& job, bool full) {
+  const ParallelLayout& p = job.layout;
+  std::vector<StepCosts> by_ep;
+  if (!full || !job.model.moe || !job.training.sampled_routing || p.ep <= 1) return by_ep;
+  const double sp = p.sequence_parallel ? static_cast<double>(p.tp) : 1.0;
+  const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp)) / sp;
+  for (double load : sampled_moe_loads(p.ep, job.model.moe->experts, job.model.moe->top_k, tokens, job.training.routing_seed))
+    by_ep.push_back(step_costs(job, load));
+  return by_ep;
 }
 
 }  // namespace
@@ -331,43 +393,20 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) 
   StepShared shared;
   const MemoryPlan plan = plan_memory(job);
   for (const StagePlan& st : plan.stages) shared.activation_bytes.push_back(stage_activation_bytes(job, st));
-  // The replicas: symmetric mode one, standing for all; full mode every GPU of the job, grouped by
-  // pipeline rank in the order of their global ranks.
-  std::vector<std::vector<std::int32_t>> replicas;
   std::optional<Placement> place;
-  if (!full) {
-    replicas.emplace_back();
-    for (std::int64_t r = 0; r < p.pp; ++r) {
-      replicas.back().push_back(static_cast<std::int32_t>(r));
-      out.gpu_pp.push_back(static_cast<std::int32_t>(r));
-    }
-  } else {
+  if (full) {
     std::string why;
     place = Placement::make(p, job.cluster.fabric.gpus_per_node, &why);
     if (!place) throw std::invalid_argument(why);
-    replicas.assign(static_cast<std::size_t>(p.gpus() / p.pp), {});
-    std::vector<std::size_t> filled(static_cast<std::size_t>(p.pp), 0);
-    for (auto& rep : replicas) rep.assign(static_cast<std::size_t>(p.pp), -1);
-    for (std::int64_t g = 0; g < p.gpus(); ++g) {
-      auto pp = static_cast<std::size_t>(place->coords(g).pp);
-      replicas[filled[pp]++][pp] = static_cast<std::int32_t>(g);
-      out.gpu_pp.push_back(static_cast<std::int32_t>(pp));
-    }
   }
+  const std::vector<std::vector<std::int32_t>> replicas = step_replicas(p, place, out);
   for (std::size_t g = 0; g < out.gpu_pp.size(); ++g) {
     std::int32_t gpu = out.machine.add_gpu(full ? fmt::format("GPU {} (pp {})", g, out.gpu_pp[g]) : fmt::format("pp rank {}", g), costs.sms);
     shared.streams.push_back({out.machine.add_stream(gpu, "compute"), out.machine.add_stream(gpu, "comm (TP/EP/CP)"),
                               out.machine.add_stream(gpu, "pipeline send"), out.machine.add_stream(gpu, "data parallel")});
   }
   shared.sites.resize(out.gpu_pp.size());
-  // With sampled routing each EP rank's experts run at its own load; the all-to-alls wait for the busiest.
-  std::vector<StepCosts> by_ep;
-  if (full && job.model.moe && job.training.sampled_routing && p.ep > 1) {
-    const double sp = p.sequence_parallel ? static_cast<double>(p.tp) : 1.0;
-    const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp)) / sp;
-    for (double load : sampled_moe_loads(p.ep, job.model.moe->experts, job.model.moe->top_k, tokens, job.training.routing_seed))
-      by_ep.push_back(step_costs(job, load));
-  }
+  const std::vector<StepCosts> by_ep = costs_by_ep_rank(job, full);
   std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>> dp_sites;
   for (std::size_t q = 0; q < replicas.size(); ++q) {
     const StepCosts& mine = by_ep.empty() ? costs : by_ep[static_cast<std::size_t>(place->coords(replicas[q][0]).ep)];
@@ -376,27 +415,7 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) 
     PipelineTasks tasks = build_pipeline_graph(s, out.graph, ops);
     add_tail(job, mine, s, tasks, ops, out, dp_sites);
   }
-  if (full) {
-    for (const auto& [kind, axis] : {std::pair{CommKind::tp, "tp"}, std::pair{CommKind::cp, "cp"}, std::pair{CommKind::ep, "ep"},
-                                     std::pair{CommKind::dp, "dp"}})
-      join_groups(groups_along(*place, p.gpus(), axis), kind, shared, out);
-    // Gradient reductions: every GPU holding a stage, across data parallelism (and DualPipe's mirrors).
-    std::map<std::pair<std::array<std::int64_t, 2>, std::int32_t>, std::vector<Site>> by_stage;
-    for (auto& [key, sites] : dp_sites) {
-      RankCoords c = place->coords(key.first);
-      for (const Site& site : sites) by_stage[{{c.tp, c.cp}, key.second}].push_back(site);
-    }
-    for (const auto& [_, sites] : by_stage) {
-      if (sites.size() < 2) continue;
-      sim::TaskId barrier = out.graph.add_marker("dp barrier");
-      out.task_comm.push_back(-1);
-      out.task_gpu.push_back(0);
-      for (const Site& site : sites) {
-        out.graph.add_dependency(site.before, barrier);
-        out.graph.add_dependency(barrier, site.comm);
-      }
-    }
-  }
+  if (full) join_full_groups(*place, p.gpus(), dp_sites, shared, out);
   out.graph.finalize();
   try {
     out.result = sim::simulate(out.graph, out.machine);
