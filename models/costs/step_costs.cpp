@@ -342,6 +342,47 @@ class StageCoster {
   double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
 };
 
+// Blocking sends: the op ends when its output has reached the neighbour stage.
+void add_blocking_sends(StageCost& s, const StagePlan& sp, std::int64_t stages) {
+  s.p2p_in_passes = true;
+  if (sp.index + 1 < stages) s.forward.add_comm(s.p2p, CommKind::pp);
+  if (sp.index > 0) {
+    s.input_grad.add_comm(s.p2p, CommKind::pp);
+    s.backward.add_comm(s.p2p, CommKind::pp);
+  }
+}
+
+// A stage's data-parallel traffic under its ZeRO stage, and its share of the optimizer update
+// (`update_bytes` per parameter, streamed at `stream_rate` bytes/s).
+void add_data_parallel_terms(StageCost& s, const StageParams& held, const ParallelLayout& p, const StageCoster& coster,
+                             double grads, double update_bytes, double stream_rate) {
+  const double weights = 2.0;  // parameters are gathered in bf16
+  if (p.zero >= 2) {
+    // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
+    // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
+    // reduction is required after every backward because of gradient partitioning", DeepSpeed
+    // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
+    // carries it: the full backward, or a zero-bubble schedule's W half.
+    const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
+    s.backward.background += scatter;
+    s.weight_grad.background += scatter;
+  }
+  if (p.zero >= 3) {
+    // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
+    const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+    s.forward.background += gather;
+    s.input_grad.background += gather;
+    s.backward.background += gather;
+  } else {
+    if (p.zero <= 1)  // the accumulated gradients, once per step
+      s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
+    if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+  }
+  double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
+  double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
+  s.optimizer = (dense_share + expert_share) * update_bytes / stream_rate;
+}
+
 }  // namespace
 
 LayerTimes layer_times(const Job& job, std::int64_t layer) {
@@ -397,41 +438,9 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     }
     StageCost s = same->second;
     s.p2p = p2p;
-    if (!p.overlap_p2p && s.p2p > 0) {
-      // Blocking sends: the op ends when its output has reached the neighbour stage.
-      s.p2p_in_passes = true;
-      if (sp.index + 1 < static_cast<std::int64_t>(p.stage_layers.size())) s.forward.add_comm(s.p2p, CommKind::pp);
-      if (sp.index > 0) {
-        s.input_grad.add_comm(s.p2p, CommKind::pp);
-        s.backward.add_comm(s.p2p, CommKind::pp);
-      }
-    }
-    const StageParams& held = params[static_cast<std::size_t>(sp.index)];
-    const double grads = t.optimizer.grads, weights = 2.0;  // parameters are gathered in bf16
-    if (p.zero >= 2) {
-      // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
-      // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
-      // reduction is required after every backward because of gradient partitioning", DeepSpeed
-      // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
-      // carries it: the full backward, or a zero-bubble schedule's W half.
-      const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
-      s.backward.background += scatter;
-      s.weight_grad.background += scatter;
-    }
-    if (p.zero >= 3) {
-      // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
-      const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-      s.forward.background += gather;
-      s.input_grad.background += gather;
-      s.backward.background += gather;
-    } else {
-      if (p.zero <= 1)  // the accumulated gradients, once per step
-        s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
-      if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-    }
-    double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
-    double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
-    s.optimizer = (dense_share + expert_share) * update_bytes / (job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency);
+    if (!p.overlap_p2p && s.p2p > 0) add_blocking_sends(s, sp, static_cast<std::int64_t>(p.stage_layers.size()));
+    add_data_parallel_terms(s, params[static_cast<std::size_t>(sp.index)], p, coster, t.optimizer.grads, update_bytes,
+                            job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency);
     out.stages.push_back(std::move(s));
   }
   if (schedule_family(p.schedule).overlaps_pairs)
