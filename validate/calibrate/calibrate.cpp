@@ -129,15 +129,8 @@ void set_share(Calibration& c, const std::string& field, std::vector<double> sha
   c.shares.push_back(f);
 }
 
-}  // namespace
-
-Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const std::vector<Measurements>& measured) {
-  Calibration c;
-  c.profile = profile_json;
-  std::string files;
-  for (const Measurements& m : measured) files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
-  // Launch overhead: the median of the files' back-to-back empty kernels. plumb adds it to every op,
-  // so the GEMM curves below are fitted to the GEMMs' times less it.
+// Launch overhead: the median of the files' back-to-back empty kernels (0 when none measured it).
+double fit_kernel_overhead(Calibration& c, const std::vector<Measurements>& measured, const std::string& files) {
   std::vector<double> launches;
   for (const Measurements& m : measured)
     if (m.kernel_overhead) launches.push_back(*m.kernel_overhead);
@@ -148,6 +141,12 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
     c.profile["sources"]["kernel_overhead"] = fmt::format(
         "measured by plumb calibrate from {}: back-to-back empty kernels, median of {} files", files, launches.size());
   }
+  return overhead;
+}
+
+// GEMM efficiency tables (and shape models) from the GEMMs' times less the launch overhead.
+void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurements>& measured, double overhead,
+               const std::string& files) {
   // One efficiency table per dtype the GPU has a peak for: bf16 GEMMs set gemm_efficiency, fp8 ones
   // (against the fp8 peak) gemm_efficiency_fp8; and, where the GEMMs span several K, gemm_model.<dtype>.
   std::string shape_sources;
@@ -204,26 +203,44 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
     for (const auto& entry : c.profile["gemm_model"].items()) all_refitted = all_refitted && refitted.count(entry.key());
     c.profile["sources"]["gemm_model"] = all_refitted || before.empty() ? shape_sources : shape_sources + "; earlier: " + before;
   }
+}
+
+// Flash attention's forward and backward efficiencies.
+void fit_attention(Calibration& c, const GpuSpec& gpu, const std::vector<Measurements>& measured, double overhead,
+                   const std::string& files) {
+  // Flash attention: each pass's FLOPs as plumb counts them (the backward's recomputed scores
+  // included) over its time less the kernel overhead plumb adds to every op, against the bf16 peak.
+  if (!gpu.peak_dense.count(MathDtype::bf16)) return;
+  std::vector<double> forward, backward;
+  const double peak = gpu.peak_dense.at(MathDtype::bf16);
+  auto share = [&](double flops, double seconds) { return flops / std::max(seconds - overhead, 0.05 * seconds) / peak; };
+  for (const Measurements& m : measured)
+    for (const AttentionMeasurement& a : m.attention) {
+      const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
+      forward.push_back(share(f.forward, a.forward_seconds));
+      backward.push_back(share(f.backward_executed(), a.backward_seconds));
+    }
+  set_share(c, "attention_efficiency", forward, files, "flash attention forward runs' shares of the bf16 dense peak");
+  set_share(c, "attention_backward_efficiency", backward, files,
+            "flash attention backward runs' shares of the bf16 dense peak (the recomputed scores counted)");
+}
+
+}  // namespace
+
+Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const std::vector<Measurements>& measured) {
+  Calibration c;
+  c.profile = profile_json;
+  std::string files;
+  for (const Measurements& m : measured) files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
+  // plumb adds the launch overhead to every op, so the GEMM and attention fits take it off first.
+  const double overhead = fit_kernel_overhead(c, measured, files);
+  fit_gemms(c, gpu, measured, overhead, files);
   // Streaming kernels: the median share of the datasheet bandwidth becomes hbm_efficiency.
-  std::vector<double> streams, forward, backward;
+  std::vector<double> streams;
   for (const Measurements& m : measured)
     for (const MemoryMeasurement& mm : m.memory) streams.push_back(mm.bytes / mm.seconds / gpu.hbm_bandwidth);
   set_share(c, "hbm_efficiency", streams, files, "streaming-kernel runs' shares of the datasheet bandwidth");
-  // Flash attention: each pass's FLOPs as plumb counts them (the backward's recomputed scores
-  // included) over its time less the kernel overhead plumb adds to every op, against the bf16 peak.
-  if (gpu.peak_dense.count(MathDtype::bf16)) {
-    const double peak = gpu.peak_dense.at(MathDtype::bf16);
-    auto share = [&](double flops, double seconds) { return flops / std::max(seconds - overhead, 0.05 * seconds) / peak; };
-    for (const Measurements& m : measured)
-      for (const AttentionMeasurement& a : m.attention) {
-        const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
-        forward.push_back(share(f.forward, a.forward_seconds));
-        backward.push_back(share(f.backward_executed(), a.backward_seconds));
-      }
-    set_share(c, "attention_efficiency", forward, files, "flash attention forward runs' shares of the bf16 dense peak");
-    set_share(c, "attention_backward_efficiency", backward, files,
-              "flash attention backward runs' shares of the bf16 dense peak (the recomputed scores counted)");
-  }
+  fit_attention(c, gpu, measured, overhead, files);
   return c;
 }
 
