@@ -134,6 +134,112 @@ bool NumericCheck::matches(double tolerance) const {
          max_gradient_difference <= tolerance;
 }
 
+namespace {
+
+using Box = std::map<std::pair<std::size_t, std::size_t>, Vec>;  // per (stage, micro-batch)
+
+std::string op_label(char kind, StageWork w) { return fmt::format("{}{} s{}", kind, w.mb, w.stage); }
+
+// Takes (and removes) what `who` needs from `box`; its absence means the schedule ran `who` too early.
+Vec take(Box& box, std::size_t s, std::size_t m, const std::string& who, const char* what) {
+  auto it = box.find({s, m});
+  if (it == box.end()) throw ScheduleDataflowError(fmt::format("{} ran before {}", who, what));
+  Vec v = std::move(it->second);
+  box.erase(it);
+  return v;
+}
+
+// The pipelined run: the schedule's passes one by one, activations and gradients handed over per
+// (stage, micro-batch), every pass refused that runs before what it needs or runs twice.
+class PipelinedRun {
+ public:
+  PipelinedRun(std::int64_t stages, std::uint64_t seed, const std::vector<Vec>& inputs, const std::vector<Vec>& targets)
+      : model(stages, seed), inputs_(inputs), targets_(targets),
+        stash_(static_cast<std::size_t>(stages), std::vector<Stash>(inputs.size())) {}
+
+  void forward(StageWork w) {
+    const auto s = static_cast<std::size_t>(w.stage), m = static_cast<std::size_t>(w.mb);
+    Stash& st = stash_[s][m];
+    if (st.forward) throw ScheduleDataflowError(op_label('F', w) + " ran twice");
+    Vec x = s == 0 ? inputs_[m] : take(activation_, s, m, op_label('F', w), "the previous stage's forward of its micro-batch");
+    Vec y = model.forward(s, st, x);
+    st.forward = true;
+    if (s + 1 < stash_.size()) {
+      activation_[{s + 1, m}] = std::move(y);
+    } else {
+      Vec dy;
+      loss += half_squared_error(y, targets_[m], &dy);
+      gradient_[{s, m}] = std::move(dy);
+    }
+  }
+  void input_grad(StageWork w, char kind) {
+    const auto s = static_cast<std::size_t>(w.stage), m = static_cast<std::size_t>(w.mb);
+    Stash& st = stash_[s][m];
+    if (!st.forward) throw ScheduleDataflowError(op_label(kind, w) + " ran before its own forward");
+    if (st.input_grad) throw ScheduleDataflowError(op_label(kind, w) + " ran twice");
+    Vec dy = take(gradient_, s, m, op_label(kind, w), "the next stage's backward of its micro-batch");
+    Vec dx = model.input_grad(s, st, dy);
+    st.input_grad = true;
+    if (s > 0) gradient_[{s - 1, m}] = std::move(dx);
+  }
+  void weight_grad(StageWork w) {
+    Stash& st = stash_[static_cast<std::size_t>(w.stage)][static_cast<std::size_t>(w.mb)];
+    if (!st.input_grad) throw ScheduleDataflowError(op_label('W', w) + " ran before its input gradient");
+    if (st.weight_grad) throw ScheduleDataflowError(op_label('W', w) + " ran twice");
+    model.weight_grad(static_cast<std::size_t>(w.stage), st);
+    st.weight_grad = true;
+  }
+  // Every (stage, micro-batch) must have finished its backward.
+  void check_complete() const {
+    for (std::size_t s = 0; s < stash_.size(); ++s)
+      for (std::size_t m = 0; m < stash_[s].size(); ++m)
+        if (!stash_[s][m].weight_grad)
+          throw ScheduleDataflowError(fmt::format("stage {} of micro-batch {} never finished its backward", s, m));
+  }
+
+  Model model;
+  double loss = 0;
+
+ private:
+  const std::vector<Vec>& inputs_;
+  const std::vector<Vec>& targets_;
+  std::vector<std::vector<Stash>> stash_;
+  Box activation_, gradient_;
+};
+
+// Serial: each micro-batch forward through every stage, then backward; returns the loss.
+double run_serially(Model& serial, std::size_t stages, const std::vector<Vec>& inputs, const std::vector<Vec>& targets) {
+  double loss = 0;
+  for (std::size_t m = 0; m < inputs.size(); ++m) {
+    std::vector<Stash> st(stages);
+    Vec h = inputs[m];
+    for (std::size_t s = 0; s < stages; ++s) h = serial.forward(s, st[s], h);
+    Vec d;
+    loss += half_squared_error(h, targets[m], &d);
+    for (std::size_t s = stages; s-- > 0;) {
+      d = serial.input_grad(s, st[s], d);
+      serial.weight_grad(s, st[s]);
+    }
+  }
+  return loss;
+}
+
+// The largest difference between two runs' weight gradients, relative to the largest serial one.
+double max_gradient_difference(const Model& piped, const Model& serial, std::size_t stages) {
+  double largest = 0, diff = 0;
+  for (std::size_t s = 0; s < stages; ++s)
+    for (auto part : {&Weights::gate, &Weights::up, &Weights::down}) {
+      const Vec &a = piped.grad[s].*part, &b = serial.grad[s].*part;
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        largest = std::max(largest, std::abs(b[i]));
+        diff = std::max(diff, std::abs(a[i] - b[i]));
+      }
+    }
+  return largest > 0 ? diff / largest : diff;
+}
+
+}  // namespace
+
 NumericCheck check_schedule_numerics(const PipelineSchedule& schedule, std::uint64_t seed) {
   const auto stages = static_cast<std::size_t>(schedule.stages);
   const auto mbs = static_cast<std::size_t>(schedule.microbatches);
@@ -149,92 +255,26 @@ NumericCheck check_schedule_numerics(const PipelineSchedule& schedule, std::uint
   NumericCheck check;
   check.stages = schedule.stages;
   check.microbatches = schedule.microbatches;
-  // Serial: each micro-batch forward through every stage, then backward.
   Model serial(schedule.stages, seed);
-  for (std::size_t m = 0; m < mbs; ++m) {
-    std::vector<Stash> st(stages);
-    Vec h = inputs[m];
-    for (std::size_t s = 0; s < stages; ++s) h = serial.forward(s, st[s], h);
-    Vec d;
-    check.loss_serial += half_squared_error(h, targets[m], &d);
-    for (std::size_t s = stages; s-- > 0;) {
-      d = serial.input_grad(s, st[s], d);
-      serial.weight_grad(s, st[s]);
-    }
-  }
+  check.loss_serial = run_serially(serial, stages, inputs, targets);
 
-  // Pipelined: the schedule's ops in the executor's order; activations and gradients handed over per
-  // (stage, micro-batch).
-  Model piped(schedule.stages, seed);
-  std::vector<std::vector<Stash>> stash(stages, std::vector<Stash>(mbs));
-  std::map<std::pair<std::size_t, std::size_t>, Vec> activation, gradient;  // input of (stage, mb); gradient of its output
-  auto label = [](char kind, StageWork w) { return fmt::format("{}{} s{}", kind, w.mb, w.stage); };
-  auto take = [](std::map<std::pair<std::size_t, std::size_t>, Vec>& box, std::size_t s, std::size_t m, const std::string& who,
-                 const char* what) {
-    auto it = box.find({s, m});
-    if (it == box.end()) throw ScheduleDataflowError(fmt::format("{} ran before {}", who, what));
-    Vec v = std::move(it->second);
-    box.erase(it);
-    return v;
-  };
-  auto forward = [&](StageWork w) {
-    const auto s = static_cast<std::size_t>(w.stage), m = static_cast<std::size_t>(w.mb);
-    Stash& st = stash[s][m];
-    if (st.forward) throw ScheduleDataflowError(label('F', w) + " ran twice");
-    Vec x = s == 0 ? inputs[m] : take(activation, s, m, label('F', w), "the previous stage's forward of its micro-batch");
-    Vec y = piped.forward(s, st, x);
-    st.forward = true;
-    if (s + 1 < stages) activation[{s + 1, m}] = std::move(y);
-    else {
-      Vec dy;
-      check.loss_pipelined += half_squared_error(y, targets[m], &dy);
-      gradient[{s, m}] = std::move(dy);
-    }
-  };
-  auto input_grad = [&](StageWork w, char kind) {
-    const auto s = static_cast<std::size_t>(w.stage), m = static_cast<std::size_t>(w.mb);
-    Stash& st = stash[s][m];
-    if (!st.forward) throw ScheduleDataflowError(label(kind, w) + " ran before its own forward");
-    if (st.input_grad) throw ScheduleDataflowError(label(kind, w) + " ran twice");
-    Vec dy = take(gradient, s, m, label(kind, w), "the next stage's backward of its micro-batch");
-    Vec dx = piped.input_grad(s, st, dy);
-    st.input_grad = true;
-    if (s > 0) gradient[{s - 1, m}] = std::move(dx);
-  };
-  auto weight_grad = [&](StageWork w) {
-    Stash& st = stash[static_cast<std::size_t>(w.stage)][static_cast<std::size_t>(w.mb)];
-    if (!st.input_grad) throw ScheduleDataflowError(label('W', w) + " ran before its input gradient");
-    if (st.weight_grad) throw ScheduleDataflowError(label('W', w) + " ran twice");
-    piped.weight_grad(static_cast<std::size_t>(w.stage), st);
-    st.weight_grad = true;
-  };
+  // Pipelined: the schedule's ops in the executor's order.
+  PipelinedRun piped(schedule.stages, seed, inputs, targets);
   for (const RunOp& ro : enqueue_order(schedule)) {
     const PipeOp& op = schedule.ops[static_cast<std::size_t>(ro.rank)][static_cast<std::size_t>(ro.index)];
     if (schedule.rank_of(op.work.stage, op.work.mb) != ro.rank)
       throw ScheduleDataflowError(fmt::format("rank {} ran stage {} of micro-batch {}, which rank {} holds", ro.rank, op.work.stage,
                                               op.work.mb, schedule.rank_of(op.work.stage, op.work.mb)));
     for (const OpPass& p : op_passes(op)) switch (p.pass) {
-        case StagePass::forward: forward(p.work); break;
-        case StagePass::input_grad: input_grad(p.work, op.kind == OpKind::backward_input ? 'b' : 'B'); break;
-        case StagePass::weight_grad: weight_grad(p.work); break;
+        case StagePass::forward: piped.forward(p.work); break;
+        case StagePass::input_grad: piped.input_grad(p.work, op.kind == OpKind::backward_input ? 'b' : 'B'); break;
+        case StagePass::weight_grad: piped.weight_grad(p.work); break;
       }
     ++check.ops;
   }
-  for (std::size_t s = 0; s < stages; ++s)
-    for (std::size_t m = 0; m < mbs; ++m)
-      if (!stash[s][m].weight_grad)
-        throw ScheduleDataflowError(fmt::format("stage {} of micro-batch {} never finished its backward", s, m));
-
-  double largest = 0, diff = 0;
-  for (std::size_t s = 0; s < stages; ++s)
-    for (auto part : {&Weights::gate, &Weights::up, &Weights::down}) {
-      const Vec &a = piped.grad[s].*part, &b = serial.grad[s].*part;
-      for (std::size_t i = 0; i < a.size(); ++i) {
-        largest = std::max(largest, std::abs(b[i]));
-        diff = std::max(diff, std::abs(a[i] - b[i]));
-      }
-    }
-  check.max_gradient_difference = largest > 0 ? diff / largest : diff;
+  piped.check_complete();
+  check.loss_pipelined = piped.loss;
+  check.max_gradient_difference = max_gradient_difference(piped.model, serial, stages);
   return check;
 }
 
