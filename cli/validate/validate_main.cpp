@@ -121,6 +121,87 @@ std::string today_utc() {
   return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
 }
 
+// Times each GEMM (median of `reps`); refuses a time faster than the profile's peak.
+std::vector<std::pair<BenchGemm, double>> time_gemms(const std::vector<BenchGemm>& gemms, const std::optional<GpuSpec>& profile,
+                                                     bool quick, int reps) {
+  std::vector<std::pair<BenchGemm, double>> timed;
+  for (std::size_t i = 0; i < gemms.size(); ++i) {
+    const BenchGemm& g = gemms[i];
+    const std::string_view dtype = math_dtype_name(g.dtype);
+    kernels::GemmTiming t;
+    try {
+      t = kernels::time_gemm(g.m, g.n, g.k, g.dtype == MathDtype::fp8 ? kernels::GemmInputs::fp8_e4m3 : kernels::GemmInputs::bf16,
+                             quick ? 2 : 5, reps);
+    } catch (const std::runtime_error& e) {
+      std::cerr << fmt::format("[{}/{}] {} {}×{}×{} skipped: {}\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, e.what());
+      continue;
+    }
+    double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+    double tflops = flops / t.median_seconds / kTera;
+    std::cerr << fmt::format("[{}/{}] {} {}×{}×{} {:.1f} TFLOP/s ({})\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, tflops, g.what);
+    if (profile && profile->peak_dense.count(g.dtype) && flops / t.min_seconds > 1.02 * profile->peak_dense.at(g.dtype))
+      throw std::runtime_error(fmt::format("{} {}×{}×{} ran at {:.0f} TFLOP/s, above the {} {} peak: the timing is wrong", dtype, g.m, g.n,
+                                           g.k, flops / t.min_seconds / kTera, profile->name, dtype));
+    timed.emplace_back(g, t.median_seconds);
+  }
+  return timed;
+}
+
+// Streaming copies of 256 MiB, 1 GiB and 4 GiB per buffer (one size when quick), as far as memory allows;
+// refuses a rate above the profile's HBM bandwidth.
+std::vector<MemoryMeasurement> time_copies(const kernels::DeviceInfo& device, const std::optional<GpuSpec>& profile, bool quick,
+                                           int reps) {
+  std::vector<MemoryMeasurement> memory;
+  for (std::size_t mib : quick ? std::vector<std::size_t>{256} : std::vector<std::size_t>{256, 1024, 4096}) {
+    const std::size_t bytes = mib << 20;
+    if (4 * bytes > device.total_memory_bytes) continue;
+    kernels::CopyTiming t;
+    try {
+      t = kernels::time_copy(bytes, quick ? 2 : 3, reps);
+    } catch (const std::runtime_error& e) {
+      std::cerr << fmt::format("copy of {} MiB skipped: {}\n", mib, e.what());
+      continue;
+    }
+    double rate = t.bytes_moved / t.median_seconds;
+    std::cerr << fmt::format("copy {} MiB: {:.0f} GB/s read + written\n", mib, rate / 1e9);
+    if (profile && rate > 1.02 * profile->hbm_bandwidth)
+      throw std::runtime_error(fmt::format("a copy ran at {:.0f} GB/s, above the {} HBM bandwidth: the timing is wrong", rate / 1e9,
+                                           profile->name));
+    memory.push_back({"copy", t.bytes_moved, t.median_seconds});
+  }
+  return memory;
+}
+
+// Flash attention at the scenario's heads and a sweep of sequence lengths (one call when quick); refuses a
+// rate above the profile's bf16 peak.
+std::vector<AttentionMeasurement> time_attention_calls(const Job* job, bool sweep, const std::optional<GpuSpec>& profile,
+                                                       bool quick, int reps) {
+  std::vector<AttentionMeasurement> attention;
+  std::vector<BenchAttention> calls = bench_attention(job, sweep);
+  if (quick && calls.size() > 1) calls.resize(1);
+  for (const BenchAttention& b : calls) {
+    const kernels::AttentionCall& c = b.call;
+    kernels::AttentionTiming t;
+    try {
+      t = kernels::time_attention(c, quick ? 2 : 3, reps);
+    } catch (const std::exception& e) {
+      std::cerr << fmt::format("attention {}×{} ({}, {}) skipped: {}\n", c.batch_heads, c.seq, c.d_qk, c.d_v, e.what());
+      continue;
+    }
+    AttentionMeasurement a{static_cast<double>(c.batch_heads), static_cast<double>(c.seq), static_cast<double>(c.d_qk),
+                           static_cast<double>(c.d_v), c.causal, t.forward_seconds, t.backward_seconds, b.what};
+    const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
+    std::cerr << fmt::format("attention {} heads × {} tokens ({}, {}), causal: forward {:.1f}, backward {:.1f} TFLOP/s ({})\n",
+                             c.batch_heads, c.seq, c.d_qk, c.d_v, f.forward / t.forward_seconds / kTera,
+                             f.backward_executed() / t.backward_seconds / kTera, b.what);
+    if (profile && profile->peak_dense.count(MathDtype::bf16) &&
+        std::max(f.forward / t.forward_seconds, f.backward_executed() / t.backward_seconds) > 1.02 * profile->peak_dense.at(MathDtype::bf16))
+      throw std::runtime_error(fmt::format("attention ran above the {} bf16 peak: the timing is wrong", profile->name));
+    attention.push_back(a);
+  }
+  return attention;
+}
+
 int bench(const Args& args) {
   if (!args.flag("--out")) throw UsageError("--out FILE is required");
   std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
@@ -145,71 +226,10 @@ int bench(const Args& args) {
       gemms.push_back(g);
     }
   }
-  std::vector<std::pair<BenchGemm, double>> timed;
-  for (std::size_t i = 0; i < gemms.size(); ++i) {
-    const BenchGemm& g = gemms[i];
-    const std::string_view dtype = math_dtype_name(g.dtype);
-    kernels::GemmTiming t;
-    try {
-      t = kernels::time_gemm(g.m, g.n, g.k, g.dtype == MathDtype::fp8 ? kernels::GemmInputs::fp8_e4m3 : kernels::GemmInputs::bf16,
-                             quick ? 2 : 5, reps);
-    } catch (const std::runtime_error& e) {
-      std::cerr << fmt::format("[{}/{}] {} {}×{}×{} skipped: {}\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, e.what());
-      continue;
-    }
-    double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-    double tflops = flops / t.median_seconds / kTera;
-    std::cerr << fmt::format("[{}/{}] {} {}×{}×{} {:.1f} TFLOP/s ({})\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, tflops, g.what);
-    if (profile && profile->peak_dense.count(g.dtype) && flops / t.min_seconds > 1.02 * profile->peak_dense.at(g.dtype))
-      throw std::runtime_error(fmt::format("{} {}×{}×{} ran at {:.0f} TFLOP/s, above the {} {} peak: the timing is wrong", dtype, g.m, g.n,
-                                           g.k, flops / t.min_seconds / kTera, profile->name, dtype));
-    timed.emplace_back(g, t.median_seconds);
-  }
-  // Streaming copies: 256 MiB, 1 GiB and 4 GiB per buffer (one size when quick), as far as memory allows.
-  std::vector<MemoryMeasurement> memory;
-  for (std::size_t mib : quick ? std::vector<std::size_t>{256} : std::vector<std::size_t>{256, 1024, 4096}) {
-    const std::size_t bytes = mib << 20;
-    if (4 * bytes > device.total_memory_bytes) continue;
-    kernels::CopyTiming t;
-    try {
-      t = kernels::time_copy(bytes, quick ? 2 : 3, reps);
-    } catch (const std::runtime_error& e) {
-      std::cerr << fmt::format("copy of {} MiB skipped: {}\n", mib, e.what());
-      continue;
-    }
-    double rate = t.bytes_moved / t.median_seconds;
-    std::cerr << fmt::format("copy {} MiB: {:.0f} GB/s read + written\n", mib, rate / 1e9);
-    if (profile && rate > 1.02 * profile->hbm_bandwidth)
-      throw std::runtime_error(fmt::format("a copy ran at {:.0f} GB/s, above the {} HBM bandwidth: the timing is wrong", rate / 1e9,
-                                           profile->name));
-    memory.push_back({"copy", t.bytes_moved, t.median_seconds});
-  }
-  // Flash attention at the scenario's heads and a sweep of sequence lengths (one call when quick).
+  const std::vector<std::pair<BenchGemm, double>> timed = time_gemms(gemms, profile, quick, reps);
+  const std::vector<MemoryMeasurement> memory = time_copies(device, profile, quick, reps);
   std::vector<AttentionMeasurement> attention;
-  if (!args.flag("--no-attention")) {
-    std::vector<BenchAttention> calls = bench_attention(job ? &*job : nullptr, !args.flag("--no-sweep"));
-    if (quick && calls.size() > 1) calls.resize(1);
-    for (const BenchAttention& b : calls) {
-      const kernels::AttentionCall& c = b.call;
-      kernels::AttentionTiming t;
-      try {
-        t = kernels::time_attention(c, quick ? 2 : 3, reps);
-      } catch (const std::exception& e) {
-        std::cerr << fmt::format("attention {}×{} ({}, {}) skipped: {}\n", c.batch_heads, c.seq, c.d_qk, c.d_v, e.what());
-        continue;
-      }
-      AttentionMeasurement a{static_cast<double>(c.batch_heads), static_cast<double>(c.seq), static_cast<double>(c.d_qk),
-                             static_cast<double>(c.d_v), c.causal, t.forward_seconds, t.backward_seconds, b.what};
-      const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
-      std::cerr << fmt::format("attention {} heads × {} tokens ({}, {}), causal: forward {:.1f}, backward {:.1f} TFLOP/s ({})\n",
-                               c.batch_heads, c.seq, c.d_qk, c.d_v, f.forward / t.forward_seconds / kTera,
-                               f.backward_executed() / t.backward_seconds / kTera, b.what);
-      if (profile && profile->peak_dense.count(MathDtype::bf16) &&
-          std::max(f.forward / t.forward_seconds, f.backward_executed() / t.backward_seconds) > 1.02 * profile->peak_dense.at(MathDtype::bf16))
-        throw std::runtime_error(fmt::format("attention ran above the {} bf16 peak: the timing is wrong", profile->name));
-      attention.push_back(a);
-    }
-  }
+  if (!args.flag("--no-attention")) attention = time_attention_calls(job ? &*job : nullptr, !args.flag("--no-sweep"), profile, quick, reps);
   LaunchMeasurement launch{2000, kernels::time_kernel_overhead(2000)};
   std::cerr << fmt::format("kernel launch: {:.2f} us each, back to back\n", launch.seconds_per_kernel * 1e6);
   Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory, launch, attention);
