@@ -134,10 +134,10 @@ Json schedule_json(const PipelineSchedule& s, const ScheduleRun& run) {
     Json ops = Json::array();
     for (const PlacedOp& p : rows[r]) {
       Json o{{"kind", std::string(op_kind_symbol(p.op->kind))}, {"mb", p.op->work.mb}, {"stage", p.op->work.stage},
-             {"direction", s.direction(p.op->work.stage, p.op->work.mb)}, {"start", p.start}, {"end", p.end}};
+             {"direction", s.direction(p.op->work)}, {"start", p.start}, {"end", p.end}};
       if (p.op->kind == OpKind::forward_backward)
         o["backward"] = {{"mb", p.op->other.mb}, {"stage", p.op->other.stage},
-                         {"direction", s.direction(p.op->other.stage, p.op->other.mb)}};
+                         {"direction", s.direction(p.op->other)}};
       ops.push_back(o);
     }
     ranks.push_back({{"bubble", t.bubble}, {"bubble_fraction", t.bubble_fraction}, {"span_bubble", t.span_bubble},

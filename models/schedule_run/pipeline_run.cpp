@@ -71,9 +71,9 @@ std::vector<std::string> check_schedule(const PipelineSchedule& s) {
                                      s.microbatches, s.stages));
       return;
     }
-    if (s.rank_of(w.stage, w.mb) != rank)
+    if (s.rank_of(w) != rank)
       problems.push_back(fmt::format("rank {} runs {}, which belongs to rank {}", rank, describe(kind, w),
-                                     s.rank_of(w.stage, w.mb)));
+                                     s.rank_of(w)));
     if (slot[slots.at(w)] >= 0) problems.push_back(fmt::format("{} appears twice", describe(kind, w)));
     slot[slots.at(w)] = rank;
   };
@@ -149,11 +149,11 @@ PipelineTasks build_pipeline_graph(const PipelineSchedule& s, sim::TaskGraph& g,
     std::size_t i = slots.at(w);
     if (kind == OpKind::forward && w.stage + 1 < s.stages) {
       StageWork next{w.mb, w.stage + 1};
-      link(slots.forward[i], slots.forward[slots.at(next)], rank, s.rank_of(next.stage, next.mb), w, true);
+      link(slots.forward[i], slots.forward[slots.at(next)], rank, s.rank_of(next), w, true);
     }
     if ((kind == OpKind::backward || kind == OpKind::backward_input) && w.stage > 0) {
       StageWork prev{w.mb, w.stage - 1};
-      link(slots.input_grad[i], slots.input_grad[slots.at(prev)], rank, s.rank_of(prev.stage, prev.mb), w, false);
+      link(slots.input_grad[i], slots.input_grad[slots.at(prev)], rank, s.rank_of(prev), w, false);
     }
   };
   for (std::int64_t r = 0; r < s.ranks; ++r)
@@ -226,7 +226,7 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
         sim::TaskId sync = g.add_compute(fmt::format("grad sync s{}", st), hooks.links[static_cast<std::size_t>(r)],
                                          UnitOps::ticks(costs.grad_sync), 1);
         run.task_op.emplace_back(-1, 0);
-        for (std::int32_t mb = 0; mb < s.microbatches; ++mb) g.add_dependency(tasks.weight_grad(mb, st), sync);
+        for (std::int32_t mb = 0; mb < s.microbatches; ++mb) g.add_dependency(tasks.weight_grad(stage_work(mb, st)), sync);
       }
   }
   const std::vector<sim::StreamId>& compute = hooks.compute;

@@ -98,8 +98,8 @@ struct PipelineHooks {
 struct PipelineTasks {
   std::int64_t stages = 0;
   std::vector<sim::TaskId> weight_grad_out;
-  sim::TaskId weight_grad(std::int32_t mb, std::int32_t stage) const {
-    return weight_grad_out[static_cast<std::size_t>(mb) * static_cast<std::size_t>(stages) + static_cast<std::size_t>(stage)];
+  sim::TaskId weight_grad(StageWork w) const {
+    return weight_grad_out[static_cast<std::size_t>(w.mb) * static_cast<std::size_t>(stages) + static_cast<std::size_t>(w.stage)];
   }
 };
 PipelineTasks build_pipeline_graph(const PipelineSchedule& s, sim::TaskGraph& g, PipelineHooks& hooks);

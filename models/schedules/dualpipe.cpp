@@ -132,7 +132,7 @@ class DualPipeRank {
   void backward(int c, bool split) {
     std::int64_t mb = first_mb(c) + next_b_[c]++;
     ops_.push_back(tagged(split ? OpKind::backward_input : OpKind::backward, mb, stage(c)));
-    if (split) pending_w_.push_back({static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage(c))});
+    if (split) pending_w_.push_back(stage_work(mb, stage(c)));
   }
   void weight() {
     StageWork w = pending_w_.front();
@@ -141,7 +141,7 @@ class DualPipeRank {
   }
   void forward_backward(int f, int b) {
     PipeOp o = tagged(OpKind::forward_backward, first_mb(f) + next_f_[f]++, stage(f));
-    o.other = {static_cast<std::int32_t>(first_mb(b) + next_b_[b]++), static_cast<std::int32_t>(stage(b))};
+    o.other = stage_work(first_mb(b) + next_b_[b]++, stage(b));
     ops_.push_back(o);
   }
 

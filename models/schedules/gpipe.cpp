@@ -4,7 +4,7 @@
 namespace plumb {
 
 PipeOp stage_op(OpKind kind, std::int64_t mb, std::int64_t stage) {
-  return PipeOp{kind, {static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)}, {}, 0};
+  return PipeOp{kind, stage_work(mb, stage), {}, 0};
 }
 
 void generate_gpipe(PipelineSchedule& s, const OpTimes&) {

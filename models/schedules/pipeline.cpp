@@ -13,12 +13,10 @@ std::string_view op_kind_symbol(OpKind k) {
   return "?";
 }
 
-std::int64_t PipelineSchedule::rank_of(std::int32_t stage, std::int32_t mb) const {
-  return rank_of_stage(layout, stage, mb, ranks, microbatches);
+std::int64_t PipelineSchedule::rank_of(StageWork w) const {
+  return rank_of_stage(layout, w.stage, w.mb, ranks, microbatches);
 }
 
-int PipelineSchedule::direction(std::int32_t stage, std::int32_t mb) const {
-  return stage_direction(layout, stage, mb, ranks, microbatches);
-}
+int PipelineSchedule::direction(StageWork w) const { return stage_direction(layout, w.stage, w.mb, ranks, microbatches); }
 
 }  // namespace plumb

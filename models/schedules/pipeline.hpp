@@ -28,6 +28,11 @@ struct StageWork {
   std::int32_t mb = 0;
   std::int32_t stage = 0;
 };
+// Micro-batch `mb` on model stage `stage`, from the wider integers loops count in; the one place the two
+// are put together, so that no call can swap them.
+inline StageWork stage_work(std::int64_t mb, std::int64_t stage) {
+  return StageWork{static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)};
+}
 
 struct PipeOp {
   OpKind kind = OpKind::forward;
@@ -44,10 +49,10 @@ struct PipelineSchedule {
   // DualPipe/DualPipeV: loop iterations per step (1–8) per rank, as the reference implementation counts.
   std::vector<std::array<std::int64_t, 8>> steps;
 
-  // Which rank runs `stage` for micro-batch `mb` (DualPipe's two halves flow in opposite directions).
-  std::int64_t rank_of(std::int32_t stage, std::int32_t mb) const;
+  // Which rank runs w's stage for its micro-batch (DualPipe's two halves flow in opposite directions).
+  std::int64_t rank_of(StageWork w) const;
   // 0 for the first half of DualPipe's micro-batches and for down-going stages of a V; 1 otherwise.
-  int direction(std::int32_t stage, std::int32_t mb) const;
+  int direction(StageWork w) const;
 };
 
 // Bad (ranks, micro-batches, vp) for a schedule: the message has the numbers.

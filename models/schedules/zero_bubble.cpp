@@ -64,14 +64,14 @@ class Greedy {
   // When the input of F(mb, stage) / B(mb, stage) is on this rank (kNotYet if not known yet).
   double f_ready(std::int64_t mb, std::int64_t stage) const {
     if (stage == 0) return 0.0;
-    return arrival(f_done_[cell(mb, stage - 1)], s_.rank_of(static_cast<std::int32_t>(stage - 1), static_cast<std::int32_t>(mb)),
-                   s_.rank_of(static_cast<std::int32_t>(stage), static_cast<std::int32_t>(mb)));
+    return arrival(f_done_[cell(mb, stage - 1)], s_.rank_of(stage_work(mb, stage - 1)),
+                   s_.rank_of(stage_work(mb, stage)));
   }
   double b_ready(std::int64_t mb, std::int64_t stage) const {
     double own = f_done_[cell(mb, stage)];
     if (stage + 1 == s_.stages) return own;
-    double grad = arrival(b_done_[cell(mb, stage + 1)], s_.rank_of(static_cast<std::int32_t>(stage + 1), static_cast<std::int32_t>(mb)),
-                          s_.rank_of(static_cast<std::int32_t>(stage), static_cast<std::int32_t>(mb)));
+    double grad = arrival(b_done_[cell(mb, stage + 1)], s_.rank_of(stage_work(mb, stage + 1)),
+                          s_.rank_of(stage_work(mb, stage)));
     return std::max(own, grad);
   }
 
@@ -96,11 +96,11 @@ class Greedy {
     int i = pick(true);
     if (i >= 0) {
       std::int64_t mb = rank.next_b[static_cast<std::size_t>(i)]++, stage = rank.stages[static_cast<std::size_t>(i)];
-      ops.push_back(PipeOp{OpKind::backward_input, {static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)}, {}, 0});
-      rank.deferred_w.push_back({static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)});
+      ops.push_back(PipeOp{OpKind::backward_input, stage_work(mb, stage), {}, 0});
+      rank.deferred_w.push_back(stage_work(mb, stage));
       --rank.alive;
       if (i == 0) --rank.alive_first;
-      finish(r, t + z_.times.input_grad, &b_done_[cell(mb, stage)], stage > 0 ? s_.rank_of(static_cast<std::int32_t>(stage - 1), static_cast<std::int32_t>(mb)) : -1);
+      finish(r, t + z_.times.input_grad, &b_done_[cell(mb, stage)], stage > 0 ? s_.rank_of(stage_work(mb, stage - 1)) : -1);
       return;
     }
     // ZB-V keeps room for the up-going chunk: its warm-up runs at most 2p − 1 − r down-going forwards
@@ -118,10 +118,10 @@ class Greedy {
     }
     if (rank.alive < limit && i >= 0) {
       std::int64_t mb = rank.next_f[static_cast<std::size_t>(i)]++, stage = rank.stages[static_cast<std::size_t>(i)];
-      ops.push_back(PipeOp{OpKind::forward, {static_cast<std::int32_t>(mb), static_cast<std::int32_t>(stage)}, {}, 0});
+      ops.push_back(PipeOp{OpKind::forward, stage_work(mb, stage), {}, 0});
       ++rank.alive;
       if (i == 0) ++rank.alive_first;
-      std::int64_t consumer = stage + 1 < s_.stages ? s_.rank_of(static_cast<std::int32_t>(stage + 1), static_cast<std::int32_t>(mb)) : r;
+      std::int64_t consumer = stage + 1 < s_.stages ? s_.rank_of(stage_work(mb, stage + 1)) : r;
       finish(r, t + z_.times.forward, &f_done_[cell(mb, stage)], consumer);
       return;
     }

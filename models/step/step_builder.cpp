@@ -262,11 +262,11 @@ void add_tail(const Job& job, const StepCosts& costs, const PipelineSchedule& s,
       if (c.grad_sync <= 0) continue;
       // A stage's gradients are complete when every micro-batch's W is (on both mirror ranks for DualPipe).
       sim::TaskId ready = ops.marker(r, fmt::format("gradients of s{} ready", st));
-      for (std::int32_t mb = 0; mb < s.microbatches; ++mb) out.graph.add_dependency(tasks.weight_grad(mb, st), ready);
+      for (std::int32_t mb = 0; mb < s.microbatches; ++mb) out.graph.add_dependency(tasks.weight_grad(stage_work(mb, st)), ready);
       if (!p.overlap_grad_reduce)  // not before the rank's whole backward is done
         for (const auto& [other_index, other] : finish)
           for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
-            if (s.rank_of(other, mb) == r) out.graph.add_dependency(tasks.weight_grad(mb, other), ready);
+            if (s.rank_of(stage_work(mb, other)) == r) out.graph.add_dependency(tasks.weight_grad(stage_work(mb, other)), ready);
       sim::TaskId sync = ops.comm_task(r, ops.streams(r).dp, fmt::format("grad reduce s{}", st), c.grad_sync, CommKind::dp);
       out.graph.add_dependency(ready, sync);
       dp_sites[{ops.gpu(r), st}].push_back({ready, sync});
@@ -276,7 +276,7 @@ void add_tail(const Job& job, const StepCosts& costs, const PipelineSchedule& s,
     for (sim::TaskId sync : syncs) out.graph.add_dependency(sync, optimizer);
     for (const auto& [index, st] : finish)
       for (std::int32_t mb = 0; mb < s.microbatches; ++mb)
-        if (s.rank_of(st, mb) == r) out.graph.add_dependency(tasks.weight_grad(mb, st), optimizer);
+        if (s.rank_of(stage_work(mb, st)) == r) out.graph.add_dependency(tasks.weight_grad(stage_work(mb, st)), optimizer);
   }
 }
 

@@ -124,10 +124,10 @@ class Runner {
     Accumulators acc = start();
     Lane lane{gemm, stream, acc};
     for (std::int32_t m = 0; m < static_cast<std::int32_t>(mbs_); ++m) {
-      for (std::int32_t st = 0; st < static_cast<std::int32_t>(stages_); ++st) forward(lane, {st, m});
+      for (std::int32_t st = 0; st < static_cast<std::int32_t>(stages_); ++st) forward(lane, stage_work(m, st));
       for (std::int32_t st = static_cast<std::int32_t>(stages_); st-- > 0;) {
-        input_grad(lane, {st, m});
-        weight_grad(lane, {st, m});
+        input_grad(lane, stage_work(m, st));
+        weight_grad(lane, stage_work(m, st));
       }
     }
     check(cudaStreamSynchronize(stream), "the serial step");

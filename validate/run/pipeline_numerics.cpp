@@ -262,9 +262,9 @@ NumericCheck check_schedule_numerics(const PipelineSchedule& schedule, std::uint
   PipelinedRun piped(schedule.stages, seed, inputs, targets);
   for (const RunOp& ro : enqueue_order(schedule)) {
     const PipeOp& op = schedule.ops[static_cast<std::size_t>(ro.rank)][static_cast<std::size_t>(ro.index)];
-    if (schedule.rank_of(op.work.stage, op.work.mb) != ro.rank)
+    if (schedule.rank_of(op.work) != ro.rank)
       throw ScheduleDataflowError(fmt::format("rank {} ran stage {} of micro-batch {}, which rank {} holds", ro.rank, op.work.stage,
-                                              op.work.mb, schedule.rank_of(op.work.stage, op.work.mb)));
+                                              op.work.mb, schedule.rank_of(op.work)));
     for (const OpPass& p : op_passes(op)) switch (p.pass) {
         case StagePass::forward: piped.forward(p.work); break;
         case StagePass::input_grad: piped.input_grad(p.work, op.kind == OpKind::backward_input ? 'b' : 'B'); break;
