@@ -37,7 +37,7 @@ TEST_CASE("every point is either feasible or rejected with a reason, and the ran
   CHECK(o.evaluated == space.size());
   CHECK(o.feasible + o.rejected_total() == o.evaluated);
   CHECK(o.ranked.size() == o.feasible);
-  CHECK(o.rejected.count("/parallel/vp") == 1);  // vp 2 only with interleaved, which is not in this space
+  CHECK(o.rejected.count({RejectionKind::invalid_layout, "/parallel/vp"}) == 1);  // vp 2 only with interleaved, which is not in this space
   // The best six by the estimate are simulated and head the ranking in simulated order; the rest
   // follow by their estimates.
   for (std::size_t i = 0; i < o.ranked.size(); ++i) CHECK(o.ranked[i].simulated == (i < 6));

@@ -83,7 +83,7 @@ std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcom
                                 o.evaluated, o.seconds, static_cast<double>(o.evaluated) / std::max(o.seconds, 1e-9), o.feasible,
                                 o.rejected_total());
   for (const auto& [reason, r] : o.rejected)
-    out += fmt::format("  {:>9} {:<16} e.g. {}\n", r.count, reason, r.example);
+    out += fmt::format("  {:>9} {:<16} e.g. {}\n", r.count, reason.key(), r.example);
   out += fmt::format("ranked by {}; the best {} re-ranked by the discrete-event simulation (* = estimate only); P = Pareto frontier\n\n",
                      space.cheapest ? "cost to train" : "days to train with failures", std::min<std::size_t>(o.ranked.size(), static_cast<std::size_t>(space.top)));
   const std::size_t shown = std::min(rows, o.ranked.size());
@@ -135,7 +135,7 @@ std::string plan_csv(const PlanOutcome& o) {
 
 Json plan_json(const Job& base, const PlanSpace& space, const PlanOutcome& o, std::size_t rows) {
   Json rejected = Json::object();
-  for (const auto& [reason, r] : o.rejected) rejected[reason] = {{"count", r.count}, {"example", r.example}};
+  for (const auto& [reason, r] : o.rejected) rejected[reason.key()] = {{"count", r.count}, {"example", r.example}};
   Json best = Json::array(), pareto = Json::array(), misses = Json::array();
   for (std::size_t i = 0; i < std::min(rows, o.ranked.size()); ++i) best.push_back(result_json(o.ranked[i]));
   for (std::size_t i : o.pareto) pareto.push_back(result_json(o.ranked[i]));
@@ -225,7 +225,7 @@ std::string plan_svg(const Job& base, const PlanOutcome& o) {
 
 std::string infeasible_explanation(const PlanOutcome& o) {
   std::string out = fmt::format("no layout qualifies: {} searched, all rejected\n", o.evaluated);
-  for (const auto& [reason, r] : o.rejected) out += fmt::format("  {:>9} {:<16} e.g. {}\n", r.count, reason, r.example);
+  for (const auto& [reason, r] : o.rejected) out += fmt::format("  {:>9} {:<16} e.g. {}\n", r.count, reason.key(), r.example);
   if (!o.near_misses.empty()) {
     out += "nearest misses (memory):\n";
     for (const PlanResult& r : o.near_misses)
@@ -274,7 +274,7 @@ std::string megatron_flags(const Job& job) {
 Json partial_json(const Job& base, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size) {
   Json rejected = Json::object();
   for (const auto& [reason, r] : o.rejected)
-    rejected[reason] = {{"count", r.count}, {"example", r.example}, {"example_index", r.example_index}};
+    rejected[reason.key()] = {{"count", r.count}, {"example", r.example}, {"example_index", r.example_index}};
   Json ranked = Json::array(), misses = Json::array();
   for (const PlanResult& r : o.ranked) ranked.push_back(result_json(r));
   for (const PlanResult& r : o.near_misses) misses.push_back(result_json(r));
@@ -300,7 +300,7 @@ PlanOutcome read_partial(const Json& doc, const std::string& file, std::uint64_t
     o.feasible = doc.at("feasible").get<std::uint64_t>();
     o.seconds = doc.at("seconds").get<double>();
     for (const auto& [reason, r] : doc.at("rejected").items())
-      o.rejected[reason] = {r.at("count").get<std::uint64_t>(), r.at("example").get<std::string>(), r.at("example_index").get<std::uint64_t>()};
+      o.rejected[RejectionReason::from_key(reason)] = {r.at("count").get<std::uint64_t>(), r.at("example").get<std::string>(), r.at("example_index").get<std::uint64_t>()};
     for (const Json& r : doc.at("ranked")) o.ranked.push_back(result_from(r));
     for (const Json& r : doc.at("near_misses")) o.near_misses.push_back(result_from(r));
     return o;

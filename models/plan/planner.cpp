@@ -20,10 +20,13 @@ namespace {
 
 constexpr std::size_t kNearMisses = 5;
 
-std::string reason_key(const std::string& why) { return why.substr(0, why.find(':')); }
+// A layout rule's message names its field first ("/parallel/vp: …").
+RejectionReason layout_rule(const std::string& why) {
+  return {RejectionKind::invalid_layout, why.substr(0, why.find(':'))};
+}
 
-void reject(PlanOutcome& o, const std::string& key, const std::string& example, std::uint64_t index) {
-  Rejection& r = o.rejected[key];
+void reject(PlanOutcome& o, const RejectionReason& reason, const std::string& example, std::uint64_t index) {
+  Rejection& r = o.rejected[reason];
   if (r.count == 0 || index < r.example_index) {
     r.example = example;
     r.example_index = index;
@@ -71,12 +74,12 @@ void evaluate(const Job& base, const PlanSpace& space, std::uint64_t index, Plan
   ++o.evaluated;
   std::string why;
   std::optional<Job> job = job_at(base, space, point_at(space, index), &why);
-  if (!job) return reject(o, reason_key(why), why, index);
+  if (!job) return reject(o, layout_rule(why), why, index);
   MemoryPlan memory = plan_memory(*job);
   const RankMemory& peak = memory.ranks[memory.peak_rank];
   PlanResult r = describe(*job, index, peak.total_bytes(), memory.capacity_bytes);
   if (!memory.fits()) {
-    reject(o, "memory", fmt::format("{} needs {:.1f} GiB on pipeline rank {} of {:.1f} GiB", r.layout, r.peak_bytes / 1073741824.0,
+    reject(o, {RejectionKind::does_not_fit, {}}, fmt::format("{} needs {:.1f} GiB on pipeline rank {} of {:.1f} GiB", r.layout, r.peak_bytes / 1073741824.0,
                                     memory.peak_rank, r.capacity_bytes / 1073741824.0),
            index);
     return keep_near_misses(o.near_misses, std::move(r));
@@ -85,12 +88,12 @@ void evaluate(const Job& base, const PlanSpace& space, std::uint64_t index, Plan
   try {
     costs = step_costs(*job);
   } catch (const std::invalid_argument& e) {
-    return reject(o, "costs", fmt::format("{}: {}", r.layout, e.what()), index);
+    return reject(o, {RejectionKind::unpriceable, {}}, fmt::format("{}: {}", r.layout, e.what()), index);
   }
   r.estimate = estimate_step(*job, costs).step_time;
   fill_timing(r, *job, r.estimate);
   if (space.max_days > 0 && r.days_with_failures > space.max_days)
-    return reject(o, "max_days", fmt::format("{} takes {:.1f} days", r.layout, r.days_with_failures), index);
+    return reject(o, {RejectionKind::too_slow, {}}, fmt::format("{} takes {:.1f} days", r.layout, r.days_with_failures), index);
   ++o.feasible;
   o.ranked.push_back(std::move(r));
 }
@@ -160,6 +163,22 @@ void simulate(const Job& base, const PlanSpace& space, PlanOutcome& o, const std
 }
 
 }  // namespace
+
+std::string RejectionReason::key() const {
+  switch (kind) {
+    case RejectionKind::invalid_layout: return field;
+    case RejectionKind::does_not_fit: return "memory";
+    case RejectionKind::unpriceable: return "costs";
+    case RejectionKind::too_slow: return "max_days";
+  }
+  return field;
+}
+
+RejectionReason RejectionReason::from_key(const std::string& key) {
+  for (RejectionKind k : {RejectionKind::does_not_fit, RejectionKind::unpriceable, RejectionKind::too_slow})
+    if (RejectionReason{k, {}}.key() == key) return {k, {}};
+  return {RejectionKind::invalid_layout, key};
+}
 
 std::uint64_t PlanOutcome::rejected_total() const {
   std::uint64_t n = 0;

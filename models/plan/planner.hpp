@@ -29,6 +29,25 @@ struct PlanResult {
   double compute = 0, idle = 0;
 };
 
+// Why a layout of the space was turned down.
+enum class RejectionKind {
+  invalid_layout,  // it breaks a layout rule (the scenario field it concerns is the reason's `field`)
+  does_not_fit,    // its peak stage needs more memory than the GPU has
+  unpriceable,     // its collectives cannot be priced on this fabric
+  too_slow,        // it takes longer than the plan's max_days
+};
+
+// A rejection's category: the kind, and for invalid layouts the field ("/parallel/vp"). Its key is how
+// reports and shard files name it: the field, or "memory", "costs", "max_days".
+struct RejectionReason {
+  RejectionKind kind = RejectionKind::invalid_layout;
+  std::string field;
+
+  std::string key() const;
+  static RejectionReason from_key(const std::string& key);
+  bool operator<(const RejectionReason& other) const { return key() < other.key(); }
+};
+
 struct Rejection {
   std::uint64_t count = 0;
   std::string example;  // the first one met, in index order
@@ -38,7 +57,7 @@ struct Rejection {
 struct PlanOutcome {
   std::uint64_t evaluated = 0;  // points considered
   std::uint64_t feasible = 0;
-  std::map<std::string, Rejection> rejected;  // by reason
+  std::map<RejectionReason, Rejection> rejected;
   std::vector<PlanResult> ranked;             // best first
   std::vector<PlanResult> near_misses;        // the layouts that came closest to fitting, closest first
   std::vector<std::size_t> pareto;            // indexes into ranked: not beaten on time, GPUs and cost at once
