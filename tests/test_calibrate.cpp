@@ -352,7 +352,7 @@ TEST_CASE("plumb-validate bench times flash attention at the scenario's heads an
   Job job = gpt3;
   job.cluster.gpu = calibrated;
   job.training.attention_kernel = AttentionKernel::flash;  // the SC'21 scenario's Megatron-LM ran it unfused
-  for (const LayerOp& op : layer_ops(job.model, 0, op_context(job)))
+  for (const LayerOp& op : layer_ops(job.model, 0, op_context(job.layout, job.training, job.cluster.gpu)))
     if (op.cls == OpClass::attention) {
       CHECK(op_time(op, 0, job.cluster.gpu, job.training).seconds == doctest::Approx(runs[0].forward_seconds).epsilon(1e-6));
       CHECK(op_time(op, 1, job.cluster.gpu, job.training).seconds == doctest::Approx(runs[0].backward_seconds).epsilon(1e-6));

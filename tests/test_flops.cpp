@@ -103,7 +103,7 @@ TEST_CASE("plumb ops times a compute-bound GEMM at the profile's GEMM efficiency
   REQUIRE(op["forward"]["bound"] == "compute");
   // The shape model on H100 (ceiling 0.836, 118 K steps a tile, 128×128 tiles) for rows × 16384 →
   // (128 + 2·8)·128/8: the long K of the hidden size costs it 0.7%, the tiles fill 132 SMs.
-  OpContext c = op_context(job);
+  OpContext c = op_context(job.layout, job.training, job.cluster.gpu);
   const LayerOp qkv = layer_ops(job.model, 10, c)[1];
   const GemmShape g = gemm_shape(qkv, 0);
   CHECK(g.k == 16384);
@@ -117,7 +117,7 @@ TEST_CASE("a profile's kernel overhead is added once to every pass that launches
   Job job = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
   Job slow = job;
   slow.cluster.gpu.kernel_overhead = 5e-6;
-  OpContext c = op_context(job);
+  OpContext c = op_context(job.layout, job.training, job.cluster.gpu);
   for (const LayerOp& op : layer_ops(job.model, 10, c))
     for (int pass = 0; pass < 3; ++pass) {
       const auto p = static_cast<std::size_t>(pass);
@@ -254,7 +254,8 @@ TEST_CASE("unfused gradient accumulation adds a kernel after each GEMM that read
   CHECK(sum_flops(separate).total() == doctest::Approx(sum_flops(fused).total()));
   // From the scenario: 2 bytes of new gradient + the accumulator read and written in its own dtype.
   auto bytes = [](std::vector<std::string> set) {
-    return op_context(load_scenario(data_dir() / "scenarios" / "gpt3-175b-megatron.json", std::move(set))).grad_accumulation_bytes;
+    const Job job = load_scenario(data_dir() / "scenarios" / "gpt3-175b-megatron.json", std::move(set));
+    return op_context(job.layout, job.training, job.cluster.gpu).grad_accumulation_bytes;
   };
   CHECK(bytes({}) == 6);  // Megatron-LM 2021: fp16 gradients added to an fp16 main_grad
   CHECK(bytes({"training.optimizer.grads=fp32"}) == 10);

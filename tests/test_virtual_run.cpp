@@ -97,7 +97,7 @@ TEST_CASE("the executor's GEMMs and attention do the FLOPs plumb costs, pass by 
     VirtualRun run = plan_virtual_run(scenario(file), o);
     const Job& j = run.job;
     CHECK(j.training.attention_kernel == attention);
-    OpContext c = op_context(j);
+    OpContext c = op_context(j.layout, j.training, j.cluster.gpu);
     for (const StagePlan& s : stage_plans(j.layout, j.model.mtp_depth)) {
       INFO(std::string(file) << " stage " << s.index << " " << attention_kernel_name(attention));
       PassFlops want;

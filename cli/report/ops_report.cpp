@@ -21,7 +21,7 @@ struct StageOps {
 // One layer of each stage (the first), plus the head on the last stage.
 std::vector<StageOps> stage_ops(const Job& job) {
   std::vector<StageOps> out;
-  OpContext c = op_context(job);
+  OpContext c = op_context(job.layout, job.training, job.cluster.gpu);
   for (const StagePlan& s : stage_plans(job.layout, job.model.mtp_depth)) {
     StageOps so;
     so.stage = s.index;
@@ -78,7 +78,7 @@ std::string_view gemm_pricing(const GpuSpec& gpu, MathDtype dtype) {
 }  // namespace
 
 std::string ops_report_table(const Job& job) {
-  OpContext c = op_context(job);
+  OpContext c = op_context(job.layout, job.training, job.cluster.gpu);
   std::string out = fmt::format(
       "{} — ops of one layer per stage, per micro-batch of {:.0f} tokens on one GPU ({} · TP{} EP{} · {})\n"
       "times: roofline — GEMMs at the profile's measured GEMM efficiency ({}), fused attention at\n"

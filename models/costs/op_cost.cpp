@@ -30,21 +30,21 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   return {std::max(compute, memory) + overhead, compute >= memory};
 }
 
-OpContext op_context(const Job& job) {
+OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training, const GpuSpec& gpu) {
   OpContext c;
-  c.tokens = static_cast<double>(job.layout.micro_batch * (job.training.seq_len / job.layout.cp));
-  c.seq = static_cast<double>(job.training.seq_len);
-  c.tp = job.layout.tp;
-  c.ep = job.layout.ep;
-  c.etp = job.layout.etp;
-  c.cp = job.layout.cp;
-  c.sequence_parallel = job.layout.sequence_parallel;
-  c.element_bytes = job.training.fp8_gemm_inputs ? 1.0 : 2.0;
+  c.tokens = static_cast<double>(layout.micro_batch * (training.seq_len / layout.cp));
+  c.seq = static_cast<double>(training.seq_len);
+  c.tp = layout.tp;
+  c.ep = layout.ep;
+  c.etp = layout.etp;
+  c.cp = layout.cp;
+  c.sequence_parallel = layout.sequence_parallel;
+  c.element_bytes = training.fp8_gemm_inputs ? 1.0 : 2.0;
   c.causal_discount = true;  // flash kernels skip the masked half
-  c.unfused_attention = job.training.attention_kernel == AttentionKernel::unfused;
-  c.fp8_quantization = job.training.precision == Precision::fp8 && job.cluster.gpu.peak_dense.count(MathDtype::fp8);
+  c.unfused_attention = training.attention_kernel == AttentionKernel::unfused;
+  c.fp8_quantization = training.precision == Precision::fp8 && gpu.peak_dense.count(MathDtype::fp8);
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
-  if (!job.training.fused_grad_accumulation) c.grad_accumulation_bytes = 2.0 + 2.0 * job.training.optimizer.grads;
+  if (!training.fused_grad_accumulation) c.grad_accumulation_bytes = 2.0 + 2.0 * training.optimizer.grads;
   return c;
 }
 

@@ -17,6 +17,6 @@ struct OpTime {
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training);
 
 // How the job's layout shards one micro-batch's ops on one GPU.
-OpContext op_context(const Job& job);
+OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training, const GpuSpec& gpu);
 
 }  // namespace plumb

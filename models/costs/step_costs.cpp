@@ -198,7 +198,7 @@ double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& g
 class StageCoster {
  public:
   StageCoster(const Job& job, std::optional<double> expert_load)
-      : job_(job), ctx_(op_context(job)), groups_(groups_of(job)), recompute_(job.layout.recompute) {
+      : job_(job), ctx_(op_context(job.layout, job.training, job.cluster.gpu)), groups_(groups_of(job)), recompute_(job.layout.recompute) {
     const ModelSpec& m = job.model;
     const double sp = job.layout.sequence_parallel ? static_cast<double>(job.layout.tp) : 1.0;
     activation_bytes_ = ctx_.tokens * static_cast<double>(m.hidden) * 2.0;  // bf16 between layers
@@ -387,7 +387,8 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
 
 LayerTimes layer_times(const Job& job, std::int64_t layer) {
   StageCoster coster(job, std::nullopt);
-  StageCoster::LayerPasses lp = coster.passes(layer_ops(job.model, layer, op_context(job)), true);
+  const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
+  StageCoster::LayerPasses lp = coster.passes(layer_ops(job.model, layer, ctx), true);
   return {lp.forward.span(), lp.backward.span()};
 }
 
@@ -395,7 +396,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const ModelSpec& m = job.model;
   const ParallelLayout& p = job.layout;
   StageCoster coster(job, expert_load);
-  OpContext ctx = op_context(job);
+  OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
   StepCosts out;
   out.sms = static_cast<std::int32_t>(job.cluster.gpu.sms);
   out.comm_sms = p.comm_sms;  // below the SM count: finalize_layout checks it

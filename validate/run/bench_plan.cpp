@@ -21,7 +21,7 @@ std::vector<BenchGemm> bench_gemms(const Job* job, bool sweep) {
     out.push_back({mm, nn, kk, std::move(what)});
   };
   if (job) {
-    OpContext c = op_context(*job);
+    OpContext c = op_context(job->layout, job->training, job->cluster.gpu);
     static const char* passes[] = {"forward", "input gradient", "weight gradient"};
     for (const StagePlan& s : stage_plans(job->layout, job->model.mtp_depth)) {
       std::vector<LayerOp> ops;

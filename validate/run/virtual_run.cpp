@@ -262,7 +262,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   // measured run and plumb's prediction of it execute the same op order.
   const StepCosts costs = step_costs(job);
   run.schedule = step_schedule(p, job.microbatches(), costs);
-  const OpContext ctx = op_context(job);
+  const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
   KernelMapper mapper{job};
 
   std::map<std::string, std::int32_t> ids;
