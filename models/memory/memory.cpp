@@ -35,31 +35,6 @@ std::vector<StagePlan> stage_plans(const ParallelLayout& layout, std::int64_t mt
   return plans;
 }
 
-std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
-                                       std::int64_t m) {
-  std::vector<double> counts;
-  auto capped = [m](std::int64_t n) { return static_cast<double>(std::clamp<std::int64_t>(n, 0, m)); };
-  switch (s) {
-    case ScheduleKind::interleaved: {
-      // Megatron runs warm-up forwards in groups of pp micro-batches per chunk, chunk 0 first.
-      std::int64_t warm = static_cast<std::int64_t>(peak_inflight_stage_microbatches(s, r, pp, vp, m));
-      counts.assign(static_cast<std::size_t>(vp), 0.0);
-      for (std::int64_t g = 0; g * pp < warm; ++g)
-        counts[static_cast<std::size_t>(g % vp)] += static_cast<double>(std::min(pp, warm - g * pp));
-      for (double& c : counts) c = std::min(c, static_cast<double>(m));
-      return counts;
-    }
-    case ScheduleKind::dualpipe:  // stage r sees direction 0 like 1F1B rank r; the mirror stage is near its pipeline's end
-      return {capped(pp - r), capped(r + 1)};
-    case ScheduleKind::dualpipe_v:  // a V of 2pp stages: rank r is position r going down, 2pp−1−r coming back
-      return {capped(2 * pp - r), capped(r + 1)};
-    case ScheduleKind::zb_v:  // warm-up of 2p−1−r chunk-1 and r chunk-2 forwards, then one more (Qi et al. §6)
-      return {capped(2 * pp - 1 - r), capped(r + 1)};
-    default:
-      return {peak_inflight_stage_microbatches(s, r, pp, vp, m)};
-  }
-}
-
 namespace {
 
 // One rank's share of a layer: every dense layer of a model is alike, and so is every MoE layer,

@@ -65,8 +65,4 @@ std::vector<StageParams> stage_params(const Job& job);
 // Activation bytes one micro-batch leaves on a rank for stage `s`.
 double stage_activation_bytes(const Job& job, const StagePlan& s);
 
-// Peak in-flight micro-batches per stage held by rank r, aligned with stages_of_rank.
-std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
-                                       std::int64_t m);
-
 }  // namespace plumb

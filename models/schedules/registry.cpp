@@ -66,34 +66,68 @@ std::optional<double> dualpipe_v_bubble(const ScheduleShape& s, const OpTimes& t
   return hops(s) * (t.overlapped_pair() + t.backward() - 3 * t.weight_grad);
 }
 
+// In-flight activation sets per stage a rank holds, at its peak.
+std::int64_t capped(std::int64_t n, const ScheduleShape& s) { return std::clamp<std::int64_t>(n, 0, s.microbatches); }
+std::vector<double> as_doubles(std::initializer_list<std::int64_t> counts) {
+  std::vector<double> out;
+  for (std::int64_t c : counts) out.push_back(static_cast<double>(c));
+  return out;
+}
+// Megatron runs warm-up forwards in groups of pp micro-batches per chunk, chunk 0 first.
+std::vector<double> interleaved_split(std::int64_t r, const ScheduleShape& s) {
+  const auto warm =
+      static_cast<std::int64_t>(peak_inflight_stage_microbatches(ScheduleKind::interleaved, r, s.ranks, s.vp, s.microbatches));
+  std::vector<double> counts(static_cast<std::size_t>(s.vp), 0.0);
+  for (std::int64_t g = 0; g * s.ranks < warm; ++g)
+    counts[static_cast<std::size_t>(g % s.vp)] += static_cast<double>(std::min(s.ranks, warm - g * s.ranks));
+  for (double& c : counts) c = std::min(c, static_cast<double>(s.microbatches));
+  return counts;
+}
+
 const std::vector<ScheduleFamily> kFamilies{
-    {ScheduleKind::gpipe, "gpipe", StageLayout::straight, "Huang et al. 2019 (GPipe)", false, false, false, false,
-     generate_gpipe, [](std::int64_t, const ScheduleShape& s) { return s.microbatches; }, no_constraints,
-     one_f_one_b_bubble, BubbleConvention::makespan},
-    {ScheduleKind::one_f_one_b, "1f1b", StageLayout::straight, "Narayanan et al. 2021 (PipeDream-flush)", false, false,
-     false, false, generate_one_f_one_b, [](std::int64_t r, const ScheduleShape& s) { return s.ranks - r; },
-     no_constraints, one_f_one_b_bubble, BubbleConvention::makespan},
-    {ScheduleKind::interleaved, "interleaved", StageLayout::round_robin, "Narayanan et al. SC'21 §2.2", true, false,
-     false, false, generate_interleaved,
-     [](std::int64_t r, const ScheduleShape& s) { return 2 * (s.ranks - r - 1) + (s.vp - 1) * s.ranks + 1; },
-     interleaved_constraints, one_f_one_b_bubble, BubbleConvention::makespan},
-    {ScheduleKind::zb_h1, "zb-h1", StageLayout::straight, "Qi et al. ICLR 2024", false, true, false, true,
-     generate_zero_bubble, [](std::int64_t r, const ScheduleShape& s) { return s.ranks - r; }, no_constraints,
-     zb_h1_bubble, BubbleConvention::makespan},
-    {ScheduleKind::zb_h2, "zb-h2", StageLayout::straight, "Qi et al. ICLR 2024", false, true, false, true,
-     generate_zero_bubble, [](std::int64_t r, const ScheduleShape& s) { return 2 * (s.ranks - r) - 1; },
-     no_constraints, zb_h2_bubble, BubbleConvention::span},
-    {ScheduleKind::zb_v, "zb-v", StageLayout::v_shape, "Qi et al. ICLR 2024 §6", false, true, false, true,
-     generate_zero_bubble, [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks; }, zb_v_constraints,
-     zb_v_bubble, BubbleConvention::span},
-    {ScheduleKind::dualpipe, "dualpipe", StageLayout::mirrored, "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe",
-     false, true, true, false, generate_dualpipe,
-     [](std::int64_t, const ScheduleShape& s) { return s.ranks + 1; }, dualpipe_constraints, dualpipe_bubble,
-     BubbleConvention::makespan},
-    {ScheduleKind::dualpipe_v, "dualpipev", StageLayout::v_shape, "deepseek-ai/DualPipe (DualPipeV)", false, true,
-     true, false, generate_dualpipe, [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks + 1; },
-     dualpipe_v_constraints, dualpipe_v_bubble, BubbleConvention::makespan},
+    {.kind = ScheduleKind::gpipe, .name = "gpipe", .layout = StageLayout::straight, .source = "Huang et al. 2019 (GPipe)",
+     .generate = generate_gpipe,
+     .peak_inflight = [](std::int64_t, const ScheduleShape& s) { return s.microbatches; },
+     .constraints = no_constraints, .bubble = one_f_one_b_bubble},
+    {.kind = ScheduleKind::one_f_one_b, .name = "1f1b", .layout = StageLayout::straight,
+     .source = "Narayanan et al. 2021 (PipeDream-flush)", .generate = generate_one_f_one_b,
+     .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return s.ranks - r; },
+     .constraints = no_constraints, .bubble = one_f_one_b_bubble},
+    {.kind = ScheduleKind::interleaved, .name = "interleaved", .layout = StageLayout::round_robin,
+     .source = "Narayanan et al. SC'21 §2.2", .interleaves = true, .generate = generate_interleaved,
+     .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return 2 * (s.ranks - r - 1) + (s.vp - 1) * s.ranks + 1; },
+     .inflight_split = interleaved_split, .constraints = interleaved_constraints, .bubble = one_f_one_b_bubble},
+    {.kind = ScheduleKind::zb_h1, .name = "zb-h1", .layout = StageLayout::straight, .source = "Qi et al. ICLR 2024",
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return s.ranks - r; },
+     .constraints = no_constraints, .bubble = zb_h1_bubble},
+    {.kind = ScheduleKind::zb_h2, .name = "zb-h2", .layout = StageLayout::straight, .source = "Qi et al. ICLR 2024",
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return 2 * (s.ranks - r) - 1; },
+     .constraints = no_constraints, .bubble = zb_h2_bubble,
+     .convention = BubbleConvention::span},
+    {.kind = ScheduleKind::zb_v, .name = "zb-v", .layout = StageLayout::v_shape, .source = "Qi et al. ICLR 2024 §6",
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .peak_inflight = [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks; },
+     // Warm-up of 2p−1−r chunk-1 and r chunk-2 forwards, then one more (Qi et al. §6).
+     .inflight_split = [](std::int64_t r, const ScheduleShape& s) { return as_doubles({capped(2 * s.ranks - 1 - r, s), capped(r + 1, s)}); },
+     .constraints = zb_v_constraints, .bubble = zb_v_bubble, .convention = BubbleConvention::span},
+    {.kind = ScheduleKind::dualpipe, .name = "dualpipe", .layout = StageLayout::mirrored,
+     .source = "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe", .splits_backward = true, .overlaps_pairs = true,
+     .generate = generate_dualpipe,
+     .peak_inflight = [](std::int64_t, const ScheduleShape& s) { return s.ranks + 1; },
+     // Stage r sees direction 0 like 1F1B rank r; the mirror stage is near its pipeline's end.
+     .inflight_split = [](std::int64_t r, const ScheduleShape& s) { return as_doubles({capped(s.ranks - r, s), capped(r + 1, s)}); },
+     .constraints = dualpipe_constraints, .bubble = dualpipe_bubble},
+    {.kind = ScheduleKind::dualpipe_v, .name = "dualpipev", .layout = StageLayout::v_shape,
+     .source = "deepseek-ai/DualPipe (DualPipeV)", .splits_backward = true, .overlaps_pairs = true,
+     .generate = generate_dualpipe,
+     .peak_inflight = [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks + 1; },
+     // A V of 2pp stages: rank r is position r going down, 2pp−1−r coming back.
+     .inflight_split = [](std::int64_t r, const ScheduleShape& s) { return as_doubles({capped(2 * s.ranks - r, s), capped(r + 1, s)}); },
+     .constraints = dualpipe_v_constraints, .bubble = dualpipe_v_bubble},
 };
+
 
 }  // namespace
 
@@ -129,6 +163,12 @@ double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int
   const ScheduleFamily& f = schedule_family(s);
   const auto held = static_cast<std::int64_t>(stages_of_rank(f.layout, r, pp, vp).size());
   return static_cast<double>(std::min(f.peak_inflight(r, ScheduleShape{pp, m, vp}), m * held));
+}
+
+std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp, std::int64_t m) {
+  const ScheduleFamily& f = schedule_family(s);
+  if (f.inflight_split) return f.inflight_split(r, ScheduleShape{pp, m, vp});
+  return {peak_inflight_stage_microbatches(s, r, pp, vp, m)};
 }
 
 std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,

@@ -19,22 +19,25 @@ namespace plumb {
 enum class BubbleConvention { makespan, span };
 
 struct ScheduleFamily {
-  ScheduleKind kind;
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
   std::string_view name;     // as scenario files and --schedule write it
-  StageLayout layout;
+  StageLayout layout = StageLayout::straight;
   std::string_view source;   // where the schedule is published
   bool interleaves = false;          // runs vp ≥ 2 virtual stages per rank (others need vp 1)
   bool splits_backward = false;      // runs some weight gradients (W) apart from their backward
   bool overlaps_pairs = false;       // runs overlapped forward-and-backward pairs (F&B)
   bool orders_by_op_times = false;   // its op order depends on the op times (the zero-bubble heuristic)
-  void (*generate)(PipelineSchedule& s, const OpTimes& times);
+  void (*generate)(PipelineSchedule& s, const OpTimes& times) = nullptr;
   // Peak (micro-batch, stage) activation sets alive on rank r, before the m × stages-held cap.
-  std::int64_t (*peak_inflight)(std::int64_t r, const ScheduleShape& shape);
+  std::int64_t (*peak_inflight)(std::int64_t r, const ScheduleShape& shape) = nullptr;
+  // How that peak splits over the stages the rank holds (in stages_of_rank's order), capped at m each;
+  // null for one stage per rank.
+  std::vector<double> (*inflight_split)(std::int64_t r, const ScheduleShape& shape) = nullptr;
   // The family's own constraints on (pp, vp, m), beyond every schedule's vp rule.
-  void (*constraints)(const ScheduleShape& shape, std::vector<ScheduleViolation>& out);
+  void (*constraints)(const ScheduleShape& shape, std::vector<ScheduleViolation>& out) = nullptr;
   // The published bubble in op-time units (each op one stage's work), nullopt where none is published
   // for these times; counted as `convention` says.
-  std::optional<double> (*bubble)(const ScheduleShape& shape, const OpTimes& times);
+  std::optional<double> (*bubble)(const ScheduleShape& shape, const OpTimes& times) = nullptr;
   BubbleConvention convention = BubbleConvention::makespan;
 };
 
@@ -58,6 +61,9 @@ std::vector<std::int64_t> stages_of_rank(ScheduleKind s, std::int64_t r, std::in
 //   (DualPipe README table). Never more than m times the stages the rank holds.
 double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
                                         std::int64_t m);
+
+// Peak in-flight micro-batches per stage held by rank r, aligned with stages_of_rank.
+std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp, std::int64_t m);
 
 std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
                                                               std::int64_t m);
