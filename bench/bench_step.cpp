@@ -23,7 +23,7 @@ BENCHMARK_CAPTURE(BM_StepCosts, gpt3_175b, "gpt3-175b-megatron.json")->Unit(benc
 void BM_Estimate(benchmark::State& state, const char* name) {
   plumb::Job job = scenario(name);
   plumb::StepCosts costs = plumb::step_costs(job);
-  for (auto _ : state) benchmark::DoNotOptimize(plumb::estimate_step(job, costs));
+  for (auto _ : state) benchmark::DoNotOptimize(plumb::estimate_step(job.layout, job.microbatches(), costs));
   state.counters["estimates/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(BM_Estimate, deepseek_v3, "deepseek-v3-2048xh800.json")->Unit(benchmark::kMicrosecond);

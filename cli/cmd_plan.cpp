@@ -24,7 +24,7 @@ PlanOptions plan_options(const Args& args) {
 int report(const Job& base, const PlanSpace& space, const PlanOutcome& o, const Args& args) {
   const auto rows = static_cast<std::size_t>(args.integer("--rows", 20, 1, 1'000'000));
   if (args.flag("--csv")) write_file(args.value("--csv"), plan_csv(o));
-  if (args.flag("--svg")) write_file(args.value("--svg"), plan_svg(base, o));
+  if (args.flag("--svg")) write_file(args.value("--svg"), plan_svg(base.name, o));
   if (o.ranked.empty()) {
     if (args.flag("--json")) std::cout << plan_json(base, space, o, rows).dump(2) << "\n";
     else std::cout << infeasible_explanation(o);
@@ -63,7 +63,7 @@ int run_plan_command(const Args& args) {
     if (!args.flag("--out")) throw UsageError("--shard needs --out FILE for its partial result (combine them with plumb merge)");
     options.simulate = false;  // plumb merge simulates the best of all shards together
     PlanOutcome o = run_plan(base, space, options);
-    write_file(args.value("--out"), partial_json(base, o, options.shard, options.shards, space.size()).dump() + "\n");
+    write_file(args.value("--out"), partial_json(base.name, o, options.shard, options.shards, space.size()).dump() + "\n");
     std::cout << fmt::format("shard {}/{}: {} layouts, {} feasible, {:.2f} s → {}\n", options.shard, options.shards, o.evaluated,
                              o.feasible, o.seconds, args.value("--out"));
     return kOk;

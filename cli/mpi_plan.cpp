@@ -23,7 +23,7 @@ std::optional<PlanOutcome> plan_over_mpi(const Job& base, const PlanSpace& space
   shard.simulate = false;
   if (rank != 0) shard.progress = nullptr;
   PlanOutcome mine = run_plan(base, space, shard);
-  std::string text = partial_json(base, mine, shard.shard, shard.shards, space.size()).dump();
+  std::string text = partial_json(base.name, mine, shard.shard, shard.shards, space.size()).dump();
   int length = static_cast<int>(text.size());
   std::vector<int> lengths(static_cast<std::size_t>(size)), offsets(static_cast<std::size_t>(size));
   MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);

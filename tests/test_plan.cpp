@@ -96,7 +96,7 @@ TEST_CASE("the ranking is the same whatever the thread count, and shards merge i
     o.simulate = false;
     PlanOutcome part = run_plan(base, space, o);
     // Through the file format, as plumb merge reads it.
-    parts.push_back(read_partial(partial_json(base, part, shard, 3, space.size()), "part.json", space.size()));
+    parts.push_back(read_partial(partial_json(base.name, part, shard, 3, space.size()), "part.json", space.size()));
   }
   PlanOutcome merged = merge_plans(base, space, std::move(parts), one);
   CHECK(order(merged) == order(a));
@@ -104,7 +104,7 @@ TEST_CASE("the ranking is the same whatever the thread count, and shards merge i
   CHECK(merged.rejected_total() == a.rejected_total());
   REQUIRE(merged.ranked.size() == a.ranked.size());
   for (std::size_t i = 0; i < a.ranked.size(); ++i) CHECK(merged.ranked[i].step_time == a.ranked[i].step_time);
-  CHECK_THROWS_AS(read_partial(partial_json(base, a, 0, 1, 7), "other.json", space.size()), InputError);
+  CHECK_THROWS_AS(read_partial(partial_json(base.name, a, 0, 1, 7), "other.json", space.size()), InputError);
 }
 
 TEST_CASE("the Pareto frontier holds no layout another beats on time, GPUs and cost at once") {

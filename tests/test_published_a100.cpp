@@ -37,7 +37,7 @@ Job megatron_job(const Megatron& m) {
                         fmt::format("parallel.sequence_parallel={}", m.sequence_parallel ? "true" : "false")});
 }
 
-double step_seconds(const Job& job) { return estimate_step(job, step_costs(job)).step_time; }
+double step_seconds(const Job& job) { return estimate_step(job.layout, job.microbatches(), step_costs(job)).step_time; }
 
 }  // namespace
 

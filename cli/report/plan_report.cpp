@@ -66,7 +66,7 @@ bool is_pareto(const PlanOutcome& o, std::size_t i) { return std::binary_search(
 }  // namespace
 
 std::optional<std::size_t> scenario_rank(const Job& base, const PlanOutcome& o) {
-  const std::string layout = describe_layout(base);
+  const std::string layout = describe_layout(base.layout);
   const std::string precision(precision_name(base.training.precision));
   for (std::size_t i = 0; i < o.ranked.size(); ++i) {
     const PlanResult& r = o.ranked[i];
@@ -101,7 +101,7 @@ std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcom
                        r.tokens_per_s_per_gpu, 100 * r.mfu, gib(r.peak_bytes), r.days_with_failures, r.gpu_hours, r.cost_usd);
   }
   if (auto rank = scenario_rank(base, o)) {
-    out += fmt::format("\nthe scenario's own layout ({}) ranks #{} of {}\n", describe_layout(base), *rank, o.ranked.size());
+    out += fmt::format("\nthe scenario's own layout ({}) ranks #{} of {}\n", describe_layout(base.layout), *rank, o.ranked.size());
     const PlanResult &own = o.ranked[*rank - 1], &best = o.ranked.front();
     if (*rank > 1 && own.simulated && best.simulated) {
       // Where the time goes in each, per step and mean over pipeline ranks, from the simulation.
@@ -116,7 +116,7 @@ std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcom
       out += "\n";
     }
   } else
-    out += fmt::format("\nthe scenario's own layout ({}) is not among the feasible layouts of this space\n", describe_layout(base));
+    out += fmt::format("\nthe scenario's own layout ({}) is not among the feasible layouts of this space\n", describe_layout(base.layout));
   return out;
 }
 
@@ -151,19 +151,19 @@ Json plan_json(const Job& base, const PlanSpace& space, const PlanOutcome& o, st
           {"best", best},
           {"pareto", pareto},
           {"near_misses", misses},
-          {"scenario_layout", describe_layout(base)},
+          {"scenario_layout", describe_layout(base.layout)},
           {"scenario_rank", rank ? Json(*rank) : Json()},
           {"scenario_result", rank ? result_json(o.ranked[*rank - 1]) : Json()}};
 }
 
-std::string plan_svg(const Job& base, const PlanOutcome& o) {
+std::string plan_svg(const std::string& scenario, const PlanOutcome& o) {
   // Left: days to train against GPUs (log2), every feasible layout grey, the frontier joined in red.
   // Right: where the step time goes in the best ten simulated layouts.
   const double w = 520, h = 360, left = 60, top = 40, gap = 80;
   std::string out = fmt::format(
       R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" font-size="11">)" "\n",
       left + 2 * w + gap + 40, top + h + 90);
-  out += fmt::format(R"(<text x="{}" y="22" font-size="14">{} — Pareto frontier and time breakdown</text>)" "\n", left, xml_escape(base.name));
+  out += fmt::format(R"(<text x="{}" y="22" font-size="14">{} — Pareto frontier and time breakdown</text>)" "\n", left, xml_escape(scenario));
   if (o.ranked.empty()) return out + "</svg>\n";
   double gmin = 1e300, gmax = 0, dmin = 1e300, dmax = 0;
   for (const PlanResult& r : o.ranked) {
@@ -271,14 +271,14 @@ std::string megatron_flags(const Job& job) {
   return out;
 }
 
-Json partial_json(const Job& base, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size) {
+Json partial_json(const std::string& scenario, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size) {
   Json rejected = Json::object();
   for (const auto& [reason, r] : o.rejected)
     rejected[reason.key()] = {{"count", r.count}, {"example", r.example}, {"example_index", r.example_index}};
   Json ranked = Json::array(), misses = Json::array();
   for (const PlanResult& r : o.ranked) ranked.push_back(result_json(r));
   for (const PlanResult& r : o.near_misses) misses.push_back(result_json(r));
-  return {{"plumb_plan_shard", {{"shard", shard}, {"shards", shards}, {"space_size", space_size}, {"scenario", base.name}}},
+  return {{"plumb_plan_shard", {{"shard", shard}, {"shards", shards}, {"space_size", space_size}, {"scenario", scenario}}},
           {"evaluated", o.evaluated},
           {"feasible", o.feasible},
           {"seconds", o.seconds},

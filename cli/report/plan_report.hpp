@@ -15,7 +15,7 @@ std::optional<std::size_t> scenario_rank(const Job& base, const PlanOutcome& o);
 std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcome& o, std::size_t rows);
 std::string plan_csv(const PlanOutcome& o);
 Json plan_json(const Job& base, const PlanSpace& space, const PlanOutcome& o, std::size_t rows);
-std::string plan_svg(const Job& base, const PlanOutcome& o);
+std::string plan_svg(const std::string& scenario, const PlanOutcome& o);
 // Why nothing fits or qualifies, with the nearest misses.
 std::string infeasible_explanation(const PlanOutcome& o);
 
@@ -24,7 +24,7 @@ std::string infeasible_explanation(const PlanOutcome& o);
 std::string megatron_flags(const Job& job);
 
 // A shard's outcome as a file, and back (throws InputError naming the file on a bad one).
-Json partial_json(const Job& base, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size);
+Json partial_json(const std::string& scenario, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size);
 PlanOutcome read_partial(const Json& doc, const std::string& file, std::uint64_t space_size);
 
 }  // namespace plumb

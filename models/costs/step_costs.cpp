@@ -164,11 +164,11 @@ GroupPlacement even_group(std::int64_t size, std::int64_t nodes) {
   return {size, nodes};
 }
 
-Groups groups_of(const Job& job) {
+Groups groups_of(const ParallelLayout& layout, const Cluster& cluster) {
   Groups g;
-  g.links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
+  g.links = CollectiveLinks::of(cluster.gpu, cluster.fabric);
   std::string why;
-  auto placement = Placement::make(job.layout, job.cluster.fabric.gpus_per_node, &why);
+  auto placement = Placement::make(layout, cluster.fabric.gpus_per_node, &why);
   if (!placement) throw std::invalid_argument(why);
   for (const GroupSpan& s : placement->spans()) {
     GroupPlacement p = even_group(s.size, s.nodes_max);
@@ -182,11 +182,11 @@ Groups groups_of(const Job& job) {
   auto one = [](GroupPlacement& p, std::int64_t size) {
     if (size <= 1) p = {1, 1};
   };
-  one(g.tp, job.layout.tp);
-  one(g.ep, job.layout.ep);
-  one(g.cp, job.layout.cp);
-  one(g.dp, job.layout.dp);
-  one(g.edp, job.layout.edp());
+  one(g.tp, layout.tp);
+  one(g.ep, layout.ep);
+  one(g.cp, layout.cp);
+  one(g.dp, layout.dp);
+  one(g.edp, layout.edp());
   return g;
 }
 
@@ -198,7 +198,10 @@ double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& g
 class StageCoster {
  public:
   StageCoster(const Job& job, std::optional<double> expert_load)
-      : job_(job), ctx_(op_context(job.layout, job.training, job.cluster.gpu)), groups_(groups_of(job)), recompute_(job.layout.recompute) {
+      : job_(job),
+        ctx_(op_context(job.layout, job.training, job.cluster.gpu)),
+        groups_(groups_of(job.layout, job.cluster)),
+        recompute_(job.layout.recompute) {
     const ModelSpec& m = job.model;
     const double sp = job.layout.sequence_parallel ? static_cast<double>(job.layout.tp) : 1.0;
     activation_bytes_ = ctx_.tokens * static_cast<double>(m.hidden) * 2.0;  // bf16 between layers

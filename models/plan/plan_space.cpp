@@ -263,8 +263,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   return job;
 }
 
-std::string describe_layout(const Job& job) {
-  const ParallelLayout& l = job.layout;
+std::string describe_layout(const ParallelLayout& l) {
   std::string out = fmt::format("TP{} PP{} DP{}", l.tp, l.pp, l.dp);
   if (l.cp > 1) out += fmt::format(" CP{}", l.cp);
   if (l.ep > 1) out += fmt::format(" EP{}", l.ep);

@@ -43,6 +43,6 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index);
 std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& p, std::string* why);
 
 // Short description of a point's layout: "TP1 PP16 DP128 EP64 dualpipe ZeRO-1 mb1 rc:norm+mla_up_proj".
-std::string describe_layout(const Job& job);
+std::string describe_layout(const ParallelLayout& layout);
 
 }  // namespace plumb

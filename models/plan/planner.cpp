@@ -50,7 +50,7 @@ void fill_timing(PlanResult& r, const Job& job, double step_time) {
 PlanResult describe(const Job& job, std::uint64_t index, double peak, double capacity) {
   PlanResult r;
   r.index = index;
-  r.layout = describe_layout(job);
+  r.layout = describe_layout(job.layout);
   r.gpu = job.cluster.gpu.id.empty() ? job.cluster.gpu.name : job.cluster.gpu.id;
   r.fabric = job.cluster.fabric.id.empty() ? job.cluster.fabric.name : job.cluster.fabric.id;
   r.precision = std::string(precision_name(job.training.precision));
@@ -90,7 +90,7 @@ void evaluate(const Job& base, const PlanSpace& space, std::uint64_t index, Plan
   } catch (const std::invalid_argument& e) {
     return reject(o, {RejectionKind::unpriceable, {}}, fmt::format("{}: {}", r.layout, e.what()), index);
   }
-  r.estimate = estimate_step(*job, costs).step_time;
+  r.estimate = estimate_step(job->layout, job->microbatches(), costs).step_time;
   fill_timing(r, *job, r.estimate);
   if (space.max_days > 0 && r.days_with_failures > space.max_days)
     return reject(o, {RejectionKind::too_slow, {}}, fmt::format("{} takes {:.1f} days", r.layout, r.days_with_failures), index);

@@ -176,9 +176,8 @@ double pipeline_time(const EstimateInputs& in) {
 
 }  // namespace
 
-StepEstimate estimate_step(const Job& job, const StepCosts& c) {
-  const ParallelLayout& p = job.layout;
-  EstimateInputs in{p, c, static_cast<double>(job.microbatches()), static_cast<double>(p.pp), {}, 0, 0};
+StepEstimate estimate_step(const ParallelLayout& p, std::int64_t microbatches, const StepCosts& c) {
+  EstimateInputs in{p, c, static_cast<double>(microbatches), static_cast<double>(p.pp), {}, 0, 0};
   const std::vector<Chunk> times = stage_times(c);
   for (std::int64_t r = 0; r < p.pp; ++r) in.ranks.push_back(chunk_of(times, stages_of_rank(p.schedule, r, p.pp, p.vp)));
   in.p2p = c.stages.front().p2p;

@@ -15,6 +15,7 @@ struct StepEstimate {
   double tail = 0;      // after the last backward: gradient reduction not hidden, optimizer
 };
 
-StepEstimate estimate_step(const Job& job, const StepCosts& costs);
+// The job's layout and micro-batches per step, over the costs step_costs priced.
+StepEstimate estimate_step(const ParallelLayout& layout, std::int64_t microbatches, const StepCosts& costs);
 
 }  // namespace plumb

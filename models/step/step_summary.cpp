@@ -43,7 +43,7 @@ StepRates rates_at(const Job& job, double step_time) {
 StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs) {
   StepReport r;
   r.step_time = sim.step_time;
-  r.estimate = estimate_step(job, costs).step_time;
+  r.estimate = estimate_step(job.layout, job.microbatches(), costs).step_time;
   r.rates = rates_at(job, r.step_time);
   r.ranks = sim.ranks;
   r.phases = rank_phases(sim);

@@ -240,10 +240,10 @@ struct KernelMapper {
 };
 
 // The ops of one model stage, layer by layer: (ops, is a transformer layer).
-std::vector<std::pair<std::vector<LayerOp>, bool>> stage_layers_ops(const Job& job, const StagePlan& s, const OpContext& c) {
+std::vector<std::pair<std::vector<LayerOp>, bool>> stage_layers_ops(const ModelSpec& model, const StagePlan& s, const OpContext& c) {
   std::vector<std::pair<std::vector<LayerOp>, bool>> out;
-  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) out.emplace_back(layer_ops(job.model, l, c), true);
-  if (s.head) out.emplace_back(head_ops(job.model, c), false);
+  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) out.emplace_back(layer_ops(model, l, c), true);
+  if (s.head) out.emplace_back(head_ops(model, c), false);
   return out;
 }
 
@@ -270,7 +270,7 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   for (auto* pass : {&run.forward, &run.backward, &run.input_grad, &run.weight_grad}) pass->resize(plans.size());
   for (const StagePlan& s : plans) {
     const auto si = static_cast<std::size_t>(s.index);
-    auto layers = stage_layers_ops(job, s, ctx);
+    auto layers = stage_layers_ops(job.model, s, ctx);
     auto id_of = [&](const LayerOp& op) {
       std::string name = fmt::format("stage {} · {}", s.index, op.name);
       auto [it, added] = ids.emplace(name, static_cast<std::int32_t>(run.op_names.size()));
