@@ -6,7 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "models/input/catalogue.hpp"
-#include "validate/calibrate/calibrate.hpp"
+#include "cli/report/calibrate_report.hpp"
 #include "validate/calibrate/device_profile.hpp"
 
 namespace plumb::cli {

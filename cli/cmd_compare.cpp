@@ -4,7 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "models/input/diagnostics.hpp"
-#include "validate/run/compare.hpp"
+#include "cli/report/compare_report.hpp"
 
 namespace plumb::cli {
 namespace {

@@ -12,6 +12,7 @@
 #include "models/costs/flops.hpp"
 #include "models/costs/op_cost.hpp"
 #include "validate/run/bench_plan.hpp"
+#include "cli/report/calibrate_report.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
 

@@ -15,7 +15,7 @@
 #include "models/costs/step_costs.hpp"
 #include "cli/report/schedule_report.hpp"
 #include "models/step/step_builder.hpp"
-#include "validate/run/compare.hpp"
+#include "cli/report/compare_report.hpp"
 #include "validate/calibrate/device_profile.hpp"
 #include "validate/run/measured_run.hpp"
 #include "validate/run/virtual_run.hpp"

@@ -92,7 +92,4 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
 Calibration calibrate_fabric(const Json& profile_json, const GpuSpec& gpu, const FabricSpec& fabric,
                              const std::vector<NcclTestsLog>& logs);
 
-std::string calibration_report(const Calibration& c);
-Json calibration_json(const Calibration& c);
-
 }  // namespace plumb

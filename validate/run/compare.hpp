@@ -49,7 +49,4 @@ struct Comparison {
 Comparison compare_measured_run(const MeasuredFile& measured, const std::optional<GpuSpec>& gpu = std::nullopt,
                                 const std::string& scenario = "");
 
-std::string comparison_text(const Comparison& c);
-Json comparison_json(const Comparison& c);
-
 }  // namespace plumb

@@ -1,0 +1,80 @@
+#include "cli/report/calibrate_report.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace plumb {
+
+std::string calibration_report(const Calibration& c) {
+  std::string out;
+  if (c.kernel_overhead)
+    out += fmt::format("kernel overhead: {:.2f} us per launch (back-to-back empty kernels); the GEMM fits below are of the times less it\n",
+                       *c.kernel_overhead * 1e6);
+  for (const GemmFit& g : c.gemm) {
+    out += fmt::format("GEMM efficiency ({}, {}): e(F) = {:.3f} · F / (F + {:.3g} FLOPs) over {} GEMMs, RMS error {:.1f}%\n",
+                       math_dtype_name(g.dtype), g.field, g.curve.e_max, g.curve.f_half, g.points, 100 * g.curve.rms_relative_error);
+    for (const auto& [from, e] : g.table) out += fmt::format("  from {:>8.0e} FLOPs: {:.3f}\n", from, e);
+    if (g.shape)
+      out += fmt::format("GEMM efficiency by shape ({}, gemm_model): ceiling {:.3f}, k_overhead {:.0f} (elements of K) on {}x{} tiles, RMS error {:.1f}%\n",
+                         math_dtype_name(g.dtype), g.shape->model.ceiling, g.shape->model.k_overhead, g.shape->model.tile_m,
+                         g.shape->model.tile_n, 100 * g.shape->rms_relative_error);
+  }
+  for (const ShareFit& f : c.shares)
+    out += fmt::format("{}: {:.3f} of the {} (median of {} runs, {:.3f}–{:.3f}), RMS error {:.1f}%\n", f.field, f.efficiency,
+                       f.field == "hbm_efficiency" ? "datasheet HBM bandwidth" : "bf16 dense peak", f.points, f.lowest, f.highest,
+                       100 * f.rms_relative_error);
+  for (const CollectiveFit& f : c.collectives) {
+    const NcclTestsLog& log = *f.log;
+    out += fmt::format("\n{}: {} on {} ranks, {} node(s){} — collective from {}\n", log.file, collective_op_name(log.op), log.ranks, log.nodes,
+                       log.device.empty() ? "" : ", " + log.device, log.op_source);
+    out += fmt::format("  fit: latency {:.2f} us, bus bandwidth {:.1f} GB/s, RMS error {:.1f}% → {} = {:.1f} GB/s{}\n", f.fit.alpha * 1e6,
+                       1e-9 / f.fit.beta, 100 * f.fit.rms_relative_error, f.field, f.value / 1e9,
+                       f.reachable ? "" : " (plumb's model cannot reach the measured bandwidth through this figure: another link binds)");
+    if (!f.note.empty()) out += "  " + f.note + "\n";
+    if (!f.latency_field.empty())
+      out += fmt::format("  latency: {} = {:.3f} × NCCL's tables (plumb's RMS error over the rows {:.1f}% before, with the bandwidth fitted)\n",
+                         f.latency_field, f.latency_scale, 100 * f.rms_before_latency);
+    else
+      out += "  latency: not fitted (the smallest message is bandwidth-bound in plumb's model)\n";
+    out += fmt::format("  {:>14} {:>12} {:>10} {:>12} {:>8}\n", "bytes", "measured us", "fit us", "plumb us", "plumb");
+    for (std::size_t i = 0; i < log.rows.size(); ++i) {
+      const NcclTestsRow& r = log.rows[i];
+      double fit = r.time_s * (1 + f.fit.relative_errors[i]);
+      out += fmt::format("  {:>14.0f} {:>12.2f} {:>10.2f} {:>12.2f} {:>+7.1f}%\n", r.bytes, r.time_s * 1e6, fit * 1e6, f.predicted_s[i] * 1e6,
+                         100 * (f.predicted_s[i] / r.time_s - 1));
+    }
+    out += fmt::format("  plumb's collective model with the calibrated profile: RMS error {:.1f}% over {} sizes\n", 100 * f.prediction_rms,
+                       log.rows.size());
+  }
+  if (out.empty()) out = "nothing to fit: give GEMM measurements for a GPU profile or nccl-tests logs for a fabric profile\n";
+  return out;
+}
+
+Json calibration_json(const Calibration& c) {
+  Json fits = Json::array();
+  for (const GemmFit& g : c.gemm) {
+    fits.push_back({{"term", g.field}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"e_max", g.curve.e_max}, {"f_half", g.curve.f_half},
+                    {"points", g.points}, {"rms_relative_error", g.curve.rms_relative_error}});
+    if (g.shape)
+      fits.push_back({{"term", "gemm_model"}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"ceiling", g.shape->model.ceiling},
+                      {"k_overhead", g.shape->model.k_overhead}, {"tile", {g.shape->model.tile_m, g.shape->model.tile_n}},
+                      {"points", g.points}, {"rms_relative_error", g.shape->rms_relative_error}});
+  }
+  if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
+  for (const ShareFit& f : c.shares)
+    fits.push_back({{"term", f.field}, {"value", f.efficiency}, {"lowest", f.lowest}, {"highest", f.highest}, {"points", f.points},
+                    {"rms_relative_error", f.rms_relative_error}});
+  for (const CollectiveFit& f : c.collectives)
+    fits.push_back({{"term", f.field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))}, {"ranks", f.log->ranks},
+                    {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},
+                    {"points", f.log->rows.size()}, {"rms_relative_error", f.fit.rms_relative_error},
+                    {"prediction_rms_relative_error", f.prediction_rms}});
+  for (const CollectiveFit& f : c.collectives)
+    if (!f.latency_field.empty())
+      fits.push_back({{"term", f.latency_field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))},
+                      {"value", f.latency_scale}, {"alpha_s", f.fit.alpha}, {"rms_before", f.rms_before_latency},
+                      {"prediction_rms_relative_error", f.prediction_rms}});
+  return {{"fits", fits}, {"profile", c.profile}};
+}
+
+}  // namespace plumb
