@@ -58,7 +58,8 @@ int run_schedule_command(const Args& args) {
     s = automatic_zero_bubble(ScheduleKind::zb_h1, pp, m, {costs.times(), std::vector<std::int64_t>(static_cast<std::size_t>(pp), limit)});
   } else {
     ScheduleKind kind = choose("--schedule", name, schedule_names());
-    s = schedule_for(kind, {pp, m, vp == 0 ? (schedule_family(kind).interleaves ? 2 : 1) : vp});
+    const std::int64_t v = vp == 0 ? (schedule_family(kind).interleaves ? 2 : 1) : vp;
+    s = schedule_for(kind, {.ranks = pp, .microbatches = m, .vp = v});
   }
   ScheduleRun run = run_schedule(s, costs);
   std::optional<NumericCheck> verified;

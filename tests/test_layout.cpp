@@ -118,7 +118,7 @@ TEST_CASE("an order that puts pp inside the expert dimensions is refused") {
 TEST_CASE("schedule shapes: stages held and peak in-flight micro-batches (published tables)") {
   const std::int64_t p = 8, m = 64;
   auto total = [&](ScheduleKind s, std::int64_t r, std::int64_t vp = 1) {
-    auto c = inflight_per_stage(s, r, p, vp, m);
+    auto c = inflight_per_stage(s, r, {.ranks = p, .microbatches = m, .vp = vp});
     return std::accumulate(c.begin(), c.end(), 0.0);
   };
   CHECK(total(ScheduleKind::one_f_one_b, 0) == p);      // 1F1B: p on the first rank
@@ -136,5 +136,5 @@ TEST_CASE("schedule shapes: stages held and peak in-flight micro-batches (publis
   CHECK(stages_of_rank(ScheduleKind::dualpipe, 2, p, 1) == std::vector<std::int64_t>{2, 5});
   CHECK(stages_of_rank(ScheduleKind::dualpipe_v, 2, p, 1) == std::vector<std::int64_t>{2, 13});
   CHECK(stages_of_rank(ScheduleKind::interleaved, 1, p, 3) == std::vector<std::int64_t>{1, 9, 17});
-  CHECK(inflight_per_stage(ScheduleKind::one_f_one_b, 0, p, 1, 3) == std::vector<double>{3});  // m < p caps it
+  CHECK(inflight_per_stage(ScheduleKind::one_f_one_b, 0, {.ranks = p, .microbatches = 3, .vp = 1}) == std::vector<double>{3});  // m < p caps it
 }

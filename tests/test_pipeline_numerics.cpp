@@ -18,7 +18,7 @@ TEST_CASE("every schedule reproduces the serial loss and gradients") {
         if (vp > 1 && kind != ScheduleKind::interleaved) continue;
         PipelineSchedule s;
         try {
-          s = schedule_for(kind, {c.pp, c.m, vp});
+          s = schedule_for(kind, {.ranks = c.pp, .microbatches = c.m, .vp = vp});
         } catch (const ScheduleError&) {
           continue;  // a combination the schedule does not take (checked in test_schedules)
         }
@@ -32,7 +32,7 @@ TEST_CASE("every schedule reproduces the serial loss and gradients") {
 }
 
 TEST_CASE("a schedule that runs a backward before its forward, or drops an op, is caught") {
-  PipelineSchedule s = schedule_for(ScheduleKind::one_f_one_b, {4, 8});
+  PipelineSchedule s = schedule_for(ScheduleKind::one_f_one_b, {.ranks = 4, .microbatches = 8});
   PipelineSchedule swapped = s;
   auto& last = swapped.ops.back();  // the last rank alternates F and B from its first op on
   std::swap(last[0], last[1]);
@@ -40,7 +40,7 @@ TEST_CASE("a schedule that runs a backward before its forward, or drops an op, i
   PipelineSchedule dropped = s;
   dropped.ops[1].pop_back();  // rank 1's last backward
   CHECK_THROWS_AS(check_schedule_numerics(dropped), std::logic_error);
-  PipelineSchedule doubled = schedule_for(ScheduleKind::zb_h1, {4, 8});
+  PipelineSchedule doubled = schedule_for(ScheduleKind::zb_h1, {.ranks = 4, .microbatches = 8});
   for (auto& ops : doubled.ops)
     for (PipeOp& op : ops)
       if (op.kind == OpKind::backward_input) op.kind = OpKind::backward;  // W would run twice

@@ -32,7 +32,9 @@ bool same_ops(const PipelineSchedule& a, const PipelineSchedule& b) {
 }
 
 // A shape every family accepts: an even pipeline, micro-batches a multiple of it and ≥ 2·pp.
-ScheduleShape shape_for(const ScheduleFamily& f, std::int64_t p, std::int64_t m) { return {p, m, f.interleaves ? 2 : 1}; }
+ScheduleShape shape_for(const ScheduleFamily& f, std::int64_t p, std::int64_t m) {
+  return {.ranks = p, .microbatches = m, .vp = f.interleaves ? 2 : 1};
+}
 
 }  // namespace
 
@@ -71,7 +73,7 @@ TEST_CASE("every family's generated schedule checks clean and keeps its peak act
       const std::vector<std::int64_t> peaks = peak_activations(s);
       for (std::int64_t r = 0; r < p; ++r)
         CHECK(static_cast<double>(peaks[static_cast<std::size_t>(r)]) ==
-              peak_inflight_stage_microbatches(f.kind, r, p, shape.vp, m));
+              peak_inflight_stage_microbatches(f.kind, r, shape));
     }
 }
 
@@ -115,7 +117,7 @@ TEST_CASE("the simulated step and the validation run that measures it execute th
     CHECK(same_ops(run.schedule, predicted.schedule));
     // The families ordered by op times get their order from the job's costs, not from equal times.
     const ParallelLayout& p = run.job.layout;
-    if (f.orders_by_op_times && !same_ops(run.schedule, schedule_for(f.kind, {p.pp, run.job.microbatches(), p.vp})))
+    if (f.orders_by_op_times && !same_ops(run.schedule, schedule_for(f.kind, {.ranks = p.pp, .microbatches = run.job.microbatches(), .vp = p.vp})))
       ordered_by_times = true;
   }
   CHECK(ordered_by_times);  // so the check above compares something that could have differed

@@ -23,7 +23,7 @@ OpCosts costs(double f, double b, double w, double fb) {
 TEST_CASE("GPipe and 1F1B: every rank's bubble is (PP−1)(F+B), for unequal F and B") {
   for (ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b})
     for (auto [p, m] : {std::pair{4, 8}, std::pair{8, 20}, std::pair{6, 7}, std::pair{5, 3}}) {
-      PipelineSchedule s = schedule_for(kind, {p, m});
+      PipelineSchedule s = schedule_for(kind, {.ranks = p, .microbatches = m});
       CHECK(check_schedule(s).empty());
       ScheduleRun r = run_schedule(s, costs(1.25, 2.5, 0, 0));
       INFO(schedule_name(kind) << " p=" << p << " m=" << m);
@@ -34,7 +34,7 @@ TEST_CASE("GPipe and 1F1B: every rank's bubble is (PP−1)(F+B), for unequal F a
 
 TEST_CASE("interleaved 1F1B: bubble (PP−1)(F+B)/v, with F and B the cost of a whole rank's layers") {
   for (auto [p, m, v] : {std::tuple{4, 8, 2}, std::tuple{4, 12, 3}, std::tuple{8, 16, 2}, std::tuple{2, 6, 4}}) {
-    PipelineSchedule s = schedule_for(ScheduleKind::interleaved, {p, m, v});
+    PipelineSchedule s = schedule_for(ScheduleKind::interleaved, {.ranks = p, .microbatches = m, .vp = v});
     CHECK(check_schedule(s).empty());
     const double F = 3.0, B = 5.0;  // per rank; each of its v chunks costs 1/v of that
     ScheduleRun r = run_schedule(s, costs(F / v, B / v, 0, 0));
@@ -50,7 +50,7 @@ TEST_CASE("DualPipe and DualPipeV: bubble (PP/2−1)(F&B+B−3W) when the input 
   for (ScheduleKind kind : {ScheduleKind::dualpipe, ScheduleKind::dualpipe_v})
     for (auto [n, m] : {std::pair{4, 14}, std::pair{6, 20}, std::pair{8, 20}})
       for (Costs c : {Costs{1, 1.5, 0.5, 2.2}, Costs{2, 3, 1, 4.1}, Costs{1, 2, 1, 2.4}, Costs{1.5, 2.5, 1, 3.5}}) {
-        PipelineSchedule s = schedule_for(kind, {n, m});
+        PipelineSchedule s = schedule_for(kind, {.ranks = n, .microbatches = m});
         CHECK(check_schedule(s).empty());
         ScheduleRun r = run_schedule(s, costs(c.f, c.b, c.w, c.fb));
         double pp = kind == ScheduleKind::dualpipe ? n : 2.0 * n;
@@ -60,27 +60,27 @@ TEST_CASE("DualPipe and DualPipeV: bubble (PP/2−1)(F&B+B−3W) when the input 
 }
 
 TEST_CASE("DualPipe: the closed form bounds the bubble when the input gradient costs more than F") {
-  PipelineSchedule s = schedule_for(ScheduleKind::dualpipe, {8, 20});
+  PipelineSchedule s = schedule_for(ScheduleKind::dualpipe, {.ranks = 8, .microbatches = 20});
   ScheduleRun r = run_schedule(s, costs(1, 2.5, 1, 3));
   CHECK(r.max_bubble() < (8 / 2 - 1) * (3 + 2.5 - 3 * 1));
 }
 
 TEST_CASE("peak activations: p on 1F1B's first rank, PP+1 on every DualPipe rank, 2·ranks+1 chunks for DualPipeV") {
-  auto peaks = peak_activations(schedule_for(ScheduleKind::one_f_one_b, {8, 32}));
+  auto peaks = peak_activations(schedule_for(ScheduleKind::one_f_one_b, {.ranks = 8, .microbatches = 32}));
   CHECK(peaks.front() == 8);
   CHECK(peaks.back() == 1);
-  for (std::int64_t p : peak_activations(schedule_for(ScheduleKind::dualpipe, {8, 20}))) CHECK(p == 9);
-  for (std::int64_t p : peak_activations(schedule_for(ScheduleKind::dualpipe_v, {4, 10}))) CHECK(p == 9);
-  for (std::int64_t p : peak_activations(schedule_for(ScheduleKind::gpipe, {4, 10}))) CHECK(p == 10);
+  for (std::int64_t p : peak_activations(schedule_for(ScheduleKind::dualpipe, {.ranks = 8, .microbatches = 20}))) CHECK(p == 9);
+  for (std::int64_t p : peak_activations(schedule_for(ScheduleKind::dualpipe_v, {.ranks = 4, .microbatches = 10}))) CHECK(p == 9);
+  for (std::int64_t p : peak_activations(schedule_for(ScheduleKind::gpipe, {.ranks = 4, .microbatches = 10}))) CHECK(p == 10);
 }
 
 TEST_CASE("DualPipe N=8, M=20 and DualPipeV N=4, M=10 run the reference implementation's step counts") {
   // shared/reference/published.md: warm-up F0 / (F0,F1) / (B1,W1,F1) / main / (B1,F1&B0) / (B1,B0) / (W,B0) / W.
   const std::vector<std::array<std::int64_t, 8>> rows{
       {6, 1, 3, 3, 3, 1, 3, 1}, {4, 2, 2, 4, 2, 2, 2, 2}, {2, 3, 1, 5, 1, 3, 1, 3}, {0, 4, 0, 6, 0, 4, 0, 4}};
-  PipelineSchedule dp = schedule_for(ScheduleKind::dualpipe, {8, 20});
+  PipelineSchedule dp = schedule_for(ScheduleKind::dualpipe, {.ranks = 8, .microbatches = 20});
   for (int r = 0; r < 8; ++r) CHECK(dp.steps[static_cast<std::size_t>(r)] == rows[static_cast<std::size_t>(std::min(r, 7 - r))]);
-  PipelineSchedule dv = schedule_for(ScheduleKind::dualpipe_v, {4, 10});
+  PipelineSchedule dv = schedule_for(ScheduleKind::dualpipe_v, {.ranks = 4, .microbatches = 10});
   for (int r = 0; r < 4; ++r) CHECK(dv.steps[static_cast<std::size_t>(r)] == rows[static_cast<std::size_t>(r)]);
   // The ops each step emitted agree with its count (ops per iteration: 1, 2, 3, 2, 2, 2, 2, 1).
   const std::array<std::int64_t, 8> per_iteration{1, 2, 3, 2, 2, 2, 2, 1};
@@ -102,17 +102,17 @@ TEST_CASE("DualPipe N=8, M=20 and DualPipeV N=4, M=10 run the reference implemen
 }
 
 TEST_CASE("constraints are refused up front with the numbers") {
-  CHECK_THROWS_WITH_AS(schedule_for(ScheduleKind::dualpipe, {7, 20}), "dualpipe needs an even number of pipeline ranks, got pp 7",
+  CHECK_THROWS_WITH_AS(schedule_for(ScheduleKind::dualpipe, {.ranks = 7, .microbatches = 20}), "dualpipe needs an even number of pipeline ranks, got pp 7",
                        ScheduleError);
-  CHECK_THROWS_WITH_AS(schedule_for(ScheduleKind::dualpipe, {8, 14}), "dualpipe needs an even number of micro-batches ≥ 2·pp = 16, got 14",
+  CHECK_THROWS_WITH_AS(schedule_for(ScheduleKind::dualpipe, {.ranks = 8, .microbatches = 14}), "dualpipe needs an even number of micro-batches ≥ 2·pp = 16, got 14",
                        ScheduleError);
-  CHECK_THROWS_WITH_AS(schedule_for(ScheduleKind::interleaved, {4, 6, 2}),
+  CHECK_THROWS_WITH_AS(schedule_for(ScheduleKind::interleaved, {.ranks = 4, .microbatches = 6, .vp = 2}),
                        "the interleaved schedule needs the 6 micro-batches to be a multiple of pp 4 (Megatron's micro-batch group rule)",
                        ScheduleError);
 }
 
 TEST_CASE("the checker finds wrong counts, wrong ranks and orders that deadlock") {
-  PipelineSchedule s = schedule_for(ScheduleKind::one_f_one_b, {4, 8});
+  PipelineSchedule s = schedule_for(ScheduleKind::one_f_one_b, {.ranks = 4, .microbatches = 8});
   PipelineSchedule swapped = s;
   std::swap(swapped.ops[1][0], swapped.ops[1].back());  // rank 1 runs a backward before any forward
   auto problems = check_schedule(swapped);
@@ -131,16 +131,16 @@ TEST_CASE("p2p time between ranks adds to each stage hand-off") {
   // overlap compute: (m+p−1)(F+B) + 2(p−1)c.
   OpCosts c = costs(1, 2, 0, 0);
   c.p2p = 0.5;
-  CHECK(run_schedule(schedule_for(ScheduleKind::gpipe, {4, 8}), c).makespan == doctest::Approx((8 + 3) * 3.0 + 2 * 3 * 0.5));
+  CHECK(run_schedule(schedule_for(ScheduleKind::gpipe, {.ranks = 4, .microbatches = 8}), c).makespan == doctest::Approx((8 + 3) * 3.0 + 2 * 3 * 0.5));
   // 1F1B also slows in its steady state (a micro-batch's F→B round trip through the pipe grows), so
   // it pays more than the 2(p−1)c of the hand-offs alone.
-  CHECK(run_schedule(schedule_for(ScheduleKind::one_f_one_b, {4, 8}), c).makespan > (8 + 3) * 3.0 + 2 * 3 * 0.5);
+  CHECK(run_schedule(schedule_for(ScheduleKind::one_f_one_b, {.ranks = 4, .microbatches = 8}), c).makespan > (8 + 3) * 3.0 + 2 * 3 * 0.5);
 }
 
 TEST_CASE("ZB-H1: bubble (PP−1)(F+B−2W) in DualPipe's notation, on every rank, with 1F1B's memory") {
   for (auto [p, m] : {std::pair{4, 12}, std::pair{6, 18}, std::pair{8, 10}})
     for (auto [f, b, w] : {std::tuple{1.0, 2.0, 1.0}, std::tuple{1.0, 3.0, 1.0}, std::tuple{2.0, 3.0, 1.0}, std::tuple{1.0, 2.5, 0.5}}) {
-      PipelineSchedule s = schedule_for(ScheduleKind::zb_h1, {p, m});
+      PipelineSchedule s = schedule_for(ScheduleKind::zb_h1, {.ranks = p, .microbatches = m});
       CHECK(check_schedule(s).empty());
       ScheduleRun r = run_schedule(s, costs(f, b, w, 0));
       INFO("p=" << p << " m=" << m << " F=" << f << " B=" << b << " W=" << w);
@@ -155,7 +155,7 @@ TEST_CASE("ZB-H2: the longest stage's bubble is (p−1)(T_F+T_B−2T_W), zero wh
   // Qi et al. quote bubbles over each stage's own span (their §5.3 "cost = the longest stage's time").
   for (auto [p, m] : {std::pair{4, 12}, std::pair{6, 18}, std::pair{8, 24}})
     for (auto [tf, tb, tw] : {std::tuple{1.0, 1.0, 1.0}, std::tuple{1.0, 2.0, 1.0}, std::tuple{2.0, 2.0, 1.0}, std::tuple{1.5, 2.0, 0.5}}) {
-      PipelineSchedule s = schedule_for(ScheduleKind::zb_h2, {p, m});
+      PipelineSchedule s = schedule_for(ScheduleKind::zb_h2, {.ranks = p, .microbatches = m});
       CHECK(check_schedule(s).empty());
       ScheduleRun r = run_schedule(s, costs(tf, tb + tw, tw, 0));
       INFO("p=" << p << " m=" << m << " T_F=" << tf << " T_B=" << tb << " T_W=" << tw);
@@ -166,7 +166,7 @@ TEST_CASE("ZB-H2: the longest stage's bubble is (p−1)(T_F+T_B−2T_W), zero wh
 
 TEST_CASE("ZB-V: zero bubble when T_F = T_B = T_W, p·M_B memory, and the published warm-up") {
   for (auto [p, m] : {std::pair{4, 12}, std::pair{6, 18}, std::pair{8, 16}}) {
-    PipelineSchedule s = schedule_for(ScheduleKind::zb_v, {p, m});
+    PipelineSchedule s = schedule_for(ScheduleKind::zb_v, {.ranks = p, .microbatches = m});
     CHECK(check_schedule(s).empty());
     ScheduleRun r = run_schedule(s, costs(1, 2, 1, 0));
     CHECK(r.longest_span_bubble() == doctest::Approx(0.0));
@@ -195,7 +195,7 @@ TEST_CASE("the automatic zero-bubble scheduler honours memory limits and communi
   // With T_comm it still beats 1F1B with the same memory and communication.
   OpCosts c = costs(1, 2, 1, 0);
   c.p2p = 0.25;
-  CHECK(run_schedule(s, c).makespan < run_schedule(schedule_for(ScheduleKind::one_f_one_b, {4, 12}), c).makespan);
+  CHECK(run_schedule(s, c).makespan < run_schedule(schedule_for(ScheduleKind::one_f_one_b, {.ranks = 4, .microbatches = 12}), c).makespan);
   z.memory_limit = {2, 2};
   CHECK_THROWS_WITH_AS(automatic_zero_bubble(ScheduleKind::zb_h1, 4, 12, z), "2 memory limits given for 4 ranks", ScheduleError);
 }
@@ -204,9 +204,9 @@ TEST_CASE("the memory planner's in-flight counts equal the generated schedules' 
   for (const auto& [name, kind] : schedule_names())
     for (auto [p, m] : {std::pair{4, 16}, std::pair{8, 32}, std::pair{6, 24}}) {
       std::int64_t vp = kind == ScheduleKind::interleaved ? 2 : 1;
-      auto peaks = peak_activations(schedule_for(kind, {p, m, vp}));
+      auto peaks = peak_activations(schedule_for(kind, {.ranks = p, .microbatches = m, .vp = vp}));
       for (std::int64_t r = 0; r < p; ++r) {
-        auto per_stage = inflight_per_stage(kind, r, p, vp, m);
+        auto per_stage = inflight_per_stage(kind, r, {.ranks = p, .microbatches = m, .vp = vp});
         double planned = std::accumulate(per_stage.begin(), per_stage.end(), 0.0);
         INFO(name << " p=" << p << " m=" << m << " rank " << r);
         CHECK(planned == static_cast<double>(peaks[static_cast<std::size_t>(r)]));
@@ -215,7 +215,7 @@ TEST_CASE("the memory planner's in-flight counts equal the generated schedules' 
 }
 
 TEST_CASE("per-stage costs: GPipe is a flow shop, Σ(F_s+B_s) + (m−1)(max F + max B)") {
-  PipelineSchedule s = schedule_for(ScheduleKind::gpipe, {4, 6});
+  PipelineSchedule s = schedule_for(ScheduleKind::gpipe, {.ranks = 4, .microbatches = 6});
   OpCosts c;
   c.per_stage = {{1, 2, 0, 0}, {1.5, 2, 0, 0}, {1, 3.5, 0, 0}, {0.5, 1, 0, 0}};
   double sum = (1 + 2) + (1.5 + 2) + (1 + 3.5) + (0.5 + 1);

@@ -309,7 +309,7 @@ int numerics(const Args& args) {
     const std::int64_t vp = kind == ScheduleKind::interleaved ? args.integer("--vp", 2, 1, 16) : 1;
     PipelineSchedule schedule;
     try {
-      schedule = schedule_for(kind, {pp, m, vp});
+      schedule = schedule_for(kind, {.ranks = pp, .microbatches = m, .vp = vp});
     } catch (const ScheduleError& e) {
       if (which != "all") throw;
       std::cout << fmt::format("{:<11} skipped: {}\n", name, e.what());

@@ -470,7 +470,8 @@ OpTimes slowest_stage_op_times(const StepCosts& costs) {
 }
 
 PipelineSchedule step_schedule(const ParallelLayout& layout, std::int64_t microbatches, const StepCosts& costs) {
-  return schedule_for(layout.schedule, {layout.pp, microbatches, layout.vp}, slowest_stage_op_times(costs));
+  const ScheduleShape shape{.ranks = layout.pp, .microbatches = microbatches, .vp = layout.vp};
+  return schedule_for(layout.schedule, shape, slowest_stage_op_times(costs));
 }
 
 }  // namespace plumb

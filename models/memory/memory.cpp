@@ -148,7 +148,7 @@ MemoryPlan plan_memory(const Job& job) {
     RankMemory rank;
     rank.pp_rank = r;
     rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
-    rank.inflight = inflight_per_stage(p.schedule, r, p.pp, p.vp, plan.microbatches);
+    rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
     double largest_layer = 0;
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {

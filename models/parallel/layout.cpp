@@ -192,7 +192,7 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
     error("/training/global_batch", fmt::format("{} sequences are not a multiple of micro_batch {} × dp {} = {}",
                                                 training.global_batch, p.micro_batch, p.dp, p.micro_batch * p.dp));
   } else {
-    for (const ScheduleViolation& v : schedule_constraint_violations(p.schedule, p.pp, p.vp, microbatches(p, training))) {
+    for (const ScheduleViolation& v : schedule_constraint_violations(p.schedule, {.ranks = p.pp, .microbatches = microbatches(p, training), .vp = p.vp})) {
       std::string why = v.field != "micro_batch" ? "" : fmt::format(" (m = global_batch {} / (micro_batch {} × dp {}))",
                                                                    training.global_batch, p.micro_batch, p.dp);
       src.error("/parallel/" + v.field, v.message + why);

@@ -14,7 +14,7 @@ std::vector<ScheduleComparison> compare_schedules(std::int64_t pp, std::int64_t 
     c.name = name;
     std::int64_t v = kind == ScheduleKind::interleaved ? vp : 1;
     try {
-      PipelineSchedule s = schedule_for(kind, {pp, microbatches, v});
+      PipelineSchedule s = schedule_for(kind, {.ranks = pp, .microbatches = microbatches, .vp = v});
       // A stage holds pp/stages of one rank's share of the model, so its ops cost that much.
       double share = static_cast<double>(pp) / static_cast<double>(s.stages);
       OpCosts scaled = costs;

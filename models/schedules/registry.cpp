@@ -76,7 +76,7 @@ std::vector<double> as_doubles(std::initializer_list<std::int64_t> counts) {
 // Megatron runs warm-up forwards in groups of pp micro-batches per chunk, chunk 0 first.
 std::vector<double> interleaved_split(std::int64_t r, const ScheduleShape& s) {
   const auto warm =
-      static_cast<std::int64_t>(peak_inflight_stage_microbatches(ScheduleKind::interleaved, r, s.ranks, s.vp, s.microbatches));
+      static_cast<std::int64_t>(peak_inflight_stage_microbatches(ScheduleKind::interleaved, r, s));
   std::vector<double> counts(static_cast<std::size_t>(s.vp), 0.0);
   for (std::int64_t g = 0; g * s.ranks < warm; ++g)
     counts[static_cast<std::size_t>(g % s.vp)] += static_cast<double>(std::min(s.ranks, warm - g * s.ranks));
@@ -158,26 +158,24 @@ std::vector<std::int64_t> stages_of_rank(ScheduleKind s, std::int64_t r, std::in
   return stages_of_rank(schedule_family(s).layout, r, pp, vp);
 }
 
-double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
-                                        std::int64_t m) {
+double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, const ScheduleShape& shape) {
   const ScheduleFamily& f = schedule_family(s);
-  const auto held = static_cast<std::int64_t>(stages_of_rank(f.layout, r, pp, vp).size());
-  return static_cast<double>(std::min(f.peak_inflight(r, ScheduleShape{pp, m, vp}), m * held));
+  const auto held = static_cast<std::int64_t>(stages_of_rank(f.layout, r, shape.ranks, shape.vp).size());
+  return static_cast<double>(std::min(f.peak_inflight(r, shape), shape.microbatches * held));
 }
 
-std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp, std::int64_t m) {
+std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, const ScheduleShape& shape) {
   const ScheduleFamily& f = schedule_family(s);
-  if (f.inflight_split) return f.inflight_split(r, ScheduleShape{pp, m, vp});
-  return {peak_inflight_stage_microbatches(s, r, pp, vp, m)};
+  if (f.inflight_split) return f.inflight_split(r, shape);
+  return {peak_inflight_stage_microbatches(s, r, shape)};
 }
 
-std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
-                                                              std::int64_t m) {
+std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, const ScheduleShape& shape) {
   const ScheduleFamily& f = schedule_family(s);
   std::vector<ScheduleViolation> v;
-  if (!f.interleaves && vp != 1)
-    v.push_back({"vp", fmt::format("vp {} applies only to the interleaved schedule; {} needs vp 1", vp, f.name)});
-  f.constraints(ScheduleShape{pp, m, vp}, v);
+  if (!f.interleaves && shape.vp != 1)
+    v.push_back({"vp", fmt::format("vp {} applies only to the interleaved schedule; {} needs vp 1", shape.vp, f.name)});
+  f.constraints(shape, v);
   return v;
 }
 
@@ -185,7 +183,7 @@ PipelineSchedule schedule_for(ScheduleKind kind, const ScheduleShape& shape, con
   if (shape.ranks < 1 || shape.microbatches < 1 || shape.vp < 1)
     throw ScheduleError(fmt::format("ranks, micro-batches and vp must be at least 1 (got {}, {}, {})", shape.ranks,
                                     shape.microbatches, shape.vp));
-  std::vector<ScheduleViolation> violations = schedule_constraint_violations(kind, shape.ranks, shape.vp, shape.microbatches);
+  std::vector<ScheduleViolation> violations = schedule_constraint_violations(kind, shape);
   if (!violations.empty()) throw ScheduleError(violations.front().message);
   const ScheduleFamily& f = schedule_family(kind);
   PipelineSchedule s;

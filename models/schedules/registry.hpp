@@ -59,14 +59,12 @@ std::vector<std::int64_t> stages_of_rank(ScheduleKind s, std::int64_t r, std::in
 //   ZB-H2 2(p−r)−1 (Qi et al.: (2p−1)·M_B on the first worker);
 //   ZB-V 2p chunks = p·M_B (Qi et al.); DualPipe PP+1 and DualPipeV PP+1 with PP = 2·pp stages
 //   (DualPipe README table). Never more than m times the stages the rank holds.
-double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp,
-                                        std::int64_t m);
+double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, const ScheduleShape& shape);
 
 // Peak in-flight micro-batches per stage held by rank r, aligned with stages_of_rank.
-std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, std::int64_t pp, std::int64_t vp, std::int64_t m);
+std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, const ScheduleShape& shape);
 
-std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, std::int64_t pp, std::int64_t vp,
-                                                              std::int64_t m);
+std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, const ScheduleShape& shape);
 
 // The schedule of `kind` at `shape`, its ops ordered for `op_times` where the family's order depends on
 // them (equal times by default). Throws ScheduleError naming the first violated constraint.

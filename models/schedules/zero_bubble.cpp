@@ -176,7 +176,7 @@ PipelineSchedule zero_bubble_at(const PipelineSchedule& shape, const OpTimes& ti
   ZeroBubbleSettings z{times, {}};
   for (std::int64_t r = 0; r < shape.ranks; ++r)
     z.memory_limit.push_back(static_cast<std::int64_t>(
-        peak_inflight_stage_microbatches(shape.kind, r, shape.ranks, shape.vp, shape.microbatches)));
+        peak_inflight_stage_microbatches(shape.kind, r, {.ranks = shape.ranks, .microbatches = shape.microbatches, .vp = shape.vp})));
   return automatic_zero_bubble(shape.kind, shape.ranks, shape.microbatches, z);
 }
 
