@@ -306,7 +306,7 @@ int numerics(const Args& args) {
   int mismatches = 0, checked = 0;
   for (const auto& [name, kind] : schedule_names()) {
     if (which != "all" && which != name) continue;
-    const std::int64_t vp = kind == ScheduleKind::interleaved ? args.integer("--vp", 2, 1, 16) : 1;
+    const std::int64_t vp = schedule_family(kind).interleaves ? args.integer("--vp", 2, 1, 16) : 1;
     PipelineSchedule schedule;
     try {
       schedule = schedule_for(kind, {.ranks = pp, .microbatches = m, .vp = vp});

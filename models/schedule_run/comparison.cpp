@@ -12,7 +12,7 @@ std::vector<ScheduleComparison> compare_schedules(std::int64_t pp, std::int64_t 
   for (const auto& [name, kind] : schedule_names()) {
     ScheduleComparison c;
     c.name = name;
-    std::int64_t v = kind == ScheduleKind::interleaved ? vp : 1;
+    std::int64_t v = schedule_family(kind).interleaves ? vp : 1;
     try {
       PipelineSchedule s = schedule_for(kind, {.ranks = pp, .microbatches = microbatches, .vp = v});
       // A stage holds pp/stages of one rank's share of the model, so its ops cost that much.

@@ -220,7 +220,7 @@ ScheduleRun run_schedule(const PipelineSchedule& s, const OpCosts& costs) {
   UnitOps hooks(s, costs, run);
   PipelineTasks tasks = build_pipeline_graph(s, g, hooks);
   // DualPipe: each stage lives on two mirror ranks; their gradients are summed once both are done.
-  if (s.kind == ScheduleKind::dualpipe && costs.grad_sync > 0) {
+  if (s.layout == StageLayout::mirrored && costs.grad_sync > 0) {
     for (std::int64_t r = 0; r < s.ranks; ++r)
       for (std::int32_t st : {static_cast<std::int32_t>(r), static_cast<std::int32_t>(s.ranks - 1 - r)}) {
         sim::TaskId sync = g.add_compute(fmt::format("grad sync s{}", st), hooks.links[static_cast<std::size_t>(r)],

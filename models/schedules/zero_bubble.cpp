@@ -107,7 +107,7 @@ class Greedy {
     // (Qi et al. §6), so that a rank never fills its memory with chunks whose backward needs the
     // other chunk's forward to run first.
     auto forward_allowed = [&](int which) {
-      if (which != 0 || s_.kind != ScheduleKind::zb_v) return true;
+      if (which != 0 || s_.layout != StageLayout::v_shape) return true;
       return rank.alive_first < 2 * s_.ranks - 1 - r;
     };
     if (rank.alive < limit && (i = pick(false)) >= 0 && !forward_allowed(i)) {
