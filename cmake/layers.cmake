@@ -5,15 +5,16 @@
 # the build with the file, the line and what the layer may use. docs/architecture.md draws the layers.
 #
 #   plumb_layer(<target> [LINKS <lower layers>...] [USES <header-only folders>...] [EXTERNAL <libraries>...]
-#               [EXECUTABLE] SOURCES <files>...)
+#               [EXECUTABLE] SOURCES <files>... [HEADERS <files>...])
 #
 # LINKS: the plumb layers below this one it builds on (linked PUBLIC, their folders allowed);
 # USES: project folders whose headers alone it may read (kernels/'s call descriptions);
-# EXTERNAL: third-party libraries, linked PUBLIC.
+# EXTERNAL: third-party libraries, linked PUBLIC;
+# HEADERS: the folder's headers, listed like its sources (the check refuses an include of one left out).
 set(PLUMB_LAYERING_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/check_layering.cmake)
 
 function(plumb_layer target)
-  cmake_parse_arguments(L "EXECUTABLE" "" "LINKS;USES;EXTERNAL;SOURCES" ${ARGN})
+  cmake_parse_arguments(L "EXECUTABLE" "" "LINKS;USES;EXTERNAL;SOURCES;HEADERS" ${ARGN})
   file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
   set(allowed ${folder} ${L_USES})
   foreach(lower IN LISTS L_LINKS)
@@ -27,22 +28,20 @@ function(plumb_layer target)
   set_property(GLOBAL PROPERTY PLUMB_LAYER_ALLOWED_${target} ${allowed})
 
   if(L_EXECUTABLE)
-    add_executable(${target} ${L_SOURCES})
+    add_executable(${target} ${L_SOURCES} ${L_HEADERS})
     target_link_libraries(${target} PRIVATE ${L_LINKS} ${L_EXTERNAL} plumb_warnings)
   else()
-    add_library(${target} ${L_SOURCES})
+    add_library(${target} ${L_SOURCES} ${L_HEADERS})
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
     target_link_libraries(${target} PUBLIC ${L_LINKS} ${L_EXTERNAL} PRIVATE plumb_warnings)
   endif()
 
-  # The layer's own files: what it compiles and every header in its folder.
-  file(GLOB headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)
-  set(files ${headers})
-  foreach(source IN LISTS L_SOURCES)
-    get_filename_component(path ${source} ABSOLUTE)
+  # The layer's own files: what it compiles and the headers it lists.
+  set(files "")
+  foreach(file IN LISTS L_SOURCES L_HEADERS)
+    get_filename_component(path ${file} ABSOLUTE)
     list(APPEND files ${path})
   endforeach()
-  list(REMOVE_DUPLICATES files)
   set(stamp ${CMAKE_CURRENT_BINARY_DIR}/${target}.layering)
   add_custom_command(
     OUTPUT ${stamp}
