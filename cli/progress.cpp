@@ -18,8 +18,7 @@ std::function<void(std::uint64_t, std::uint64_t)> progress_bar(std::string label
     const int filled = static_cast<int>(share * kBarWidth);
     const std::string bar = std::string(static_cast<std::size_t>(filled), '#') +
                             std::string(static_cast<std::size_t>(kBarWidth - filled), '-');
-    std::fputs(fmt::format("\r{} [{}] {:5.1f}% of {} {}", label, bar, 100.0 * share, total, unit).c_str(), stderr);
-    if (done >= total) std::fputs("\n", stderr);
+    fmt::print(stderr, "\r{} [{}] {:5.1f}% of {} {}{}", label, bar, 100.0 * share, total, unit, done >= total ? "\n" : "");
     std::fflush(stderr);
   };
 }

@@ -135,7 +135,7 @@ std::string plan_csv(const PlanOutcome& o) {
 
 Json plan_json(const Job& base, const PlanSpace& space, const PlanOutcome& o, std::size_t rows) {
   Json rejected = Json::object();
-  for (const auto& [reason, r] : o.rejected) rejected[reason.key()] = {{"count", r.count}, {"example", r.example}};
+  for (const auto& [reason, r] : o.rejected) rejected[std::string(reason.key())] = {{"count", r.count}, {"example", r.example}};
   Json best = Json::array(), pareto = Json::array(), misses = Json::array();
   for (std::size_t i = 0; i < std::min(rows, o.ranked.size()); ++i) best.push_back(result_json(o.ranked[i]));
   for (std::size_t i : o.pareto) pareto.push_back(result_json(o.ranked[i]));
@@ -274,7 +274,7 @@ std::string megatron_flags(const Job& job) {
 Json partial_json(const std::string& scenario, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size) {
   Json rejected = Json::object();
   for (const auto& [reason, r] : o.rejected)
-    rejected[reason.key()] = {{"count", r.count}, {"example", r.example}, {"example_index", r.example_index}};
+    rejected[std::string(reason.key())] = {{"count", r.count}, {"example", r.example}, {"example_index", r.example_index}};
   Json ranked = Json::array(), misses = Json::array();
   for (const PlanResult& r : o.ranked) ranked.push_back(result_json(r));
   for (const PlanResult& r : o.near_misses) misses.push_back(result_json(r));

@@ -164,7 +164,7 @@ void simulate(const Job& base, const PlanSpace& space, PlanOutcome& o, const std
 
 }  // namespace
 
-std::string RejectionReason::key() const {
+std::string_view RejectionReason::key() const {
   switch (kind) {
     case RejectionKind::invalid_layout: return field;
     case RejectionKind::does_not_fit: return "memory";

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/plan/plan_space.hpp"
@@ -43,7 +44,7 @@ struct RejectionReason {
   RejectionKind kind = RejectionKind::invalid_layout;
   std::string field;
 
-  std::string key() const;
+  std::string_view key() const;
   static RejectionReason from_key(const std::string& key);
   bool operator<(const RejectionReason& other) const { return key() < other.key(); }
 };

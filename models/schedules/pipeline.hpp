@@ -43,7 +43,7 @@ struct PipeOp {
 
 struct PipelineSchedule {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
-  StageLayout layout = StageLayout::straight;
+  StageLayout layout = StageLayout::straight;  // the family's, copied here so that rank_of needs no registry
   std::int64_t ranks = 0, stages = 0, microbatches = 0, vp = 1;
   std::vector<std::vector<PipeOp>> ops;  // per rank, in execution order
   // DualPipe/DualPipeV: loop iterations per step (1–8) per rank, as the reference implementation counts.
