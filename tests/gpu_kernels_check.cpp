@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kernels/cuda_check.hpp"
-#include "kernels/attention_bench.hpp"
+#include "kernels/bench/attention_bench.hpp"
 #include "kernels/device_info.hpp"
 #include "kernels/gemm_runner.hpp"
 #include "kernels/layer_kernels.hpp"

@@ -13,11 +13,11 @@
 #include <iostream>
 
 #include "cli/args/args.hpp"
-#include "kernels/attention_bench.hpp"
+#include "kernels/bench/attention_bench.hpp"
 #include "kernels/device_info.hpp"
-#include "kernels/gemm_bench.hpp"
-#include "kernels/memory_bench.hpp"
-#include "kernels/nccl_bench.hpp"
+#include "kernels/bench/gemm_bench.hpp"
+#include "kernels/bench/memory_bench.hpp"
+#include "kernels/bench/nccl_bench.hpp"
 #include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"
 #include "models/input/units.hpp"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "kernels/attention_bench.hpp"
+#include "kernels/bench/attention_bench.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_fill.hpp"
 #include "kernels/gemm_runner.hpp"

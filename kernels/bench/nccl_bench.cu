@@ -1,4 +1,4 @@
-#include "kernels/nccl_bench.hpp"
+#include "kernels/bench/nccl_bench.hpp"
 
 #include <algorithm>
 #include <cstdlib>

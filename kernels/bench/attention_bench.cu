@@ -1,4 +1,4 @@
-#include "kernels/attention_bench.hpp"
+#include "kernels/bench/attention_bench.hpp"
 
 #include "kernels/device_fill.hpp"
 

@@ -1,4 +1,4 @@
-#include "kernels/memory_bench.hpp"
+#include "kernels/bench/memory_bench.hpp"
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/device_fill.hpp"

@@ -1,4 +1,4 @@
-#include "kernels/gemm_bench.hpp"
+#include "kernels/bench/gemm_bench.hpp"
 
 #include <algorithm>
 #include <cuda_runtime.h>
