@@ -18,7 +18,7 @@ using test::profile_file;
 
 TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   auto names = catalogue_names(kGpuProfiles);
-  CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h200-sxm", "h800-sxm",
+  CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h100-sxm-96gb-500w", "h200-sxm", "h800-sxm",
                                          "h800-sxm-deepseek-2024"});
   for (const std::string& name : names) {
     GpuSpec g = gpu(name);
@@ -108,7 +108,7 @@ TEST_CASE("fp8 weight gradients run DeepGEMM's weight-gradient kernel: its measu
                       {1, 7168, 2112, 8192, 1052}, {1, 1536, 24576, 8192, 1092}, {1, 512, 32768, 8192, 1014},
                       {4, 7168, 4096, 4096, 939},  {4, 2048, 7168, 4096, 900},  {4, 7168, 4096, 8192, 1044},
                       {4, 2048, 7168, 8192, 1033}, {8, 7168, 4096, 4096, 942}};
-  for (const char* name : {"h800-sxm", "h100-sxm", "h200-sxm"}) {
+  for (const char* name : {"h800-sxm", "h100-sxm", "h100-sxm-96gb-500w", "h200-sxm"}) {
     const GpuSpec g = gpu(name);
     REQUIRE(g.gemm_model_weight_gradient.count(MathDtype::fp8) == 1);
     CHECK(g.gemm_model_weight_gradient.count(MathDtype::bf16) == 0);  // bf16 uses one kernel (cuBLAS) for every pass

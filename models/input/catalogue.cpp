@@ -63,4 +63,73 @@ SourceFile source_for(const std::filesystem::path& path, const SourceFile& from)
   return SourceFile{name, path.parent_path(), from.diagnostics, {}};
 }
 
+namespace {
+
+Json load_derived_at(const std::filesystem::path& path, const std::string& folder, const std::string& what,
+                     const SourceFile& file, int depth);
+
+// A profile may start from another: {"base": "h800-sxm", ...} reads the base profile (a catalogue
+// name or a path, itself perhaps derived) and lays this object over it as a JSON merge patch (RFC
+// 7386): objects merge key by key, anything else replaces, null removes. `node` becomes the merged
+// document, held in `doc`; false after an error, reported against `file`.
+bool apply_base(const Json*& node, const std::string& folder, const std::string& what, const std::string& pointer,
+                const SourceFile& file, Json& doc, int depth = 0) {
+  if (!node->is_object() || !node->contains("base")) return true;
+  const std::string at = pointer + "/base";
+  const Json& base_ref = node->at("base");
+  if (!base_ref.is_string()) {
+    file.error(at, fmt::format("\"base\" names the {} this one starts from: a bundled name or a path, as a string", what));
+    return false;
+  }
+  if (depth >= 8) {
+    file.error(at, fmt::format("{}s derive from one another more than 8 deep; is there a cycle of \"base\"?", what));
+    return false;
+  }
+  auto path = resolve_reference(base_ref.get<std::string>(), folder, what, at, file);
+  if (!path) return false;
+  Json merged = load_derived_at(*path, folder, what, source_for(*path, file), depth + 1);
+  if (merged.is_discarded()) return false;
+  Json patch = *node;
+  patch.erase("base");
+  merged.merge_patch(patch);
+  doc = std::move(merged);
+  node = &doc;
+  return true;
+}
+
+Json load_derived_at(const std::filesystem::path& path, const std::string& folder, const std::string& what,
+                     const SourceFile& file, int depth) {
+  Json doc = load_json_file(path, file);
+  if (doc.is_discarded()) return doc;
+  const Json* node = &doc;
+  Json merged;
+  if (!apply_base(node, folder, what, "", file, merged, depth)) return Json(Json::value_t::discarded);
+  return node == &merged ? merged : doc;
+}
+
+}  // namespace
+
+Json load_derived(const std::filesystem::path& path, const std::string& folder, const std::string& what, const SourceFile& file) {
+  return load_derived_at(path, folder, what, file, 0);
+}
+
+const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
+                             std::string& pointer, const SourceFile& src, Json& doc, SourceFile& file,
+                             std::string& id) {
+  if (!value.is_string()) {
+    id = "(inline)";
+    const Json* node = &value;
+    return apply_base(node, folder, what, pointer, file, doc) ? node : nullptr;
+  }
+  auto path = resolve_reference(value.get<std::string>(), folder, what, pointer, src);
+  if (!path) return nullptr;
+  file = source_for(*path, src);
+  doc = load_derived_at(*path, folder, what, file, 0);
+  if (doc.is_discarded()) return nullptr;
+  id = value.get<std::string>();
+  pointer.clear();
+  return &doc;
+}
+
+
 }  // namespace plumb

@@ -38,4 +38,18 @@ std::optional<std::filesystem::path> resolve_path(const std::string& ref, const 
 // working directory when that is shorter.
 SourceFile source_for(const std::filesystem::path& path, const SourceFile& from);
 
+// A catalogue file laid over its base if it names one ({"base": ...}, below); a discarded value after
+// an error.
+Json load_derived(const std::filesystem::path& path, const std::string& folder, const std::string& what, const SourceFile& file);
+
+// A catalogue name, a path, or an inline object. A document may start from another: {"base":
+// "h800-sxm", ...} reads the base (a catalogue name or a path, itself perhaps derived, at most 8 deep)
+// and lays this object over it as a JSON merge patch (RFC 7386: objects merge key by key, anything
+// else replaces, null removes). Returns the merged document (held in `doc`) or nullptr after an error;
+// for a file, `file` becomes the source later errors are reported against, `pointer` its root and `id`
+// the name given ("(inline)" for an object).
+const Json* resolve_document(const Json& value, const std::string& folder, const std::string& what,
+                             std::string& pointer, const SourceFile& src, Json& doc, SourceFile& file,
+                             std::string& id);
+
 }  // namespace plumb

@@ -72,6 +72,7 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
       job.training = read_training(tr);
     }
     if (const Json* p = r.child("plan", Need::optional)) job.plan = *p;
+    if (const Json* p = r.child("published", Need::optional)) job.published = *p;
   }
   diagnostics.throw_if_any();
   job.model = std::move(*model);

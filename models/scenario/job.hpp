@@ -19,6 +19,9 @@ struct Job {
   ParallelLayout layout;
   TrainingSpec training;
   Json plan;  // the scenario's "plan" section as written (read by models/plan_space), null if absent
+  // A case of the published suite (scenarios/published/) says what was measured and where: its
+  // "published" section as written (read by validate/published), null if absent.
+  Json published;
 
   std::int64_t microbatches() const { return plumb::microbatches(layout, training); }
 };

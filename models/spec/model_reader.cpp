@@ -129,13 +129,14 @@ std::optional<ModelSpec> read_model_object(const Json& value, const std::string&
 }
 
 std::optional<ModelSpec> read_model(const Json& value, const std::string& pointer, const SourceFile& src) {
-  if (value.is_string()) {
-    auto path = resolve_reference(value.get<std::string>(), kModelPresets, "model preset", pointer, src);
-    if (!path) return std::nullopt;
-    SourceFile file = source_for(*path, src);
-    Json doc = load_json_file(*path, file);
-    if (doc.is_discarded()) return std::nullopt;
-    return read_model_object(doc, "", file);
+  if (value.is_string() || (value.is_object() && value.contains("base"))) {
+    // A preset, a model file, or an object starting from one ({"base": "llama3-70b", "layers": 12}).
+    Json doc;
+    SourceFile file = src;
+    std::string at = pointer, id;
+    const Json* node = resolve_document(value, kModelPresets, "model preset", at, src, doc, file, id);
+    if (!node) return std::nullopt;
+    return read_model_object(*node, at, file);
   }
   if (value.is_object() && value.contains("hf_config")) {
     ObjectReader r(value, pointer, src);

@@ -1,0 +1,58 @@
+#include <fmt/format.h>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/progress.hpp"
+#include "cli/report/suite_report.hpp"
+#include "models/input/diagnostics.hpp"
+
+namespace plumb::cli {
+namespace {
+
+int run_validate(const Args& args) {
+  std::vector<std::string> paths = args.positionals();
+  if (paths.empty()) paths.push_back(published_dir().string());
+  std::vector<PublishedCase> cases;
+  std::vector<Diagnostic> problems;
+  for (const std::filesystem::path& f : case_files(paths)) {
+    try {
+      cases.push_back(read_case(f));
+    } catch (const InputError& e) {
+      problems.insert(problems.end(), e.diagnostics().begin(), e.diagnostics().end());
+    }
+  }
+  if (!problems.empty()) throw InputError(problems);  // every bad case file reported together
+  auto bar = progress_bar("plumb validate", "cases");
+  SuiteResult result = run_suite(cases, bar ? [&](std::size_t done, std::size_t total) { bar(done, total); }
+                                            : std::function<void(std::size_t, std::size_t)>{});
+  if (args.flag("--csv")) write_file(args.value("--csv"), suite_csv(result));
+  if (args.flag("--json")) std::cout << suite_json(result).dump(2) << "\n";
+  else std::cout << suite_text(result, static_cast<std::size_t>(args.integer("--worst", 5, 0, 1000)));
+  for (const CaseResult& c : result.cases)
+    if (!c.failure.empty()) return kInternal;
+  return kOk;
+}
+
+}  // namespace
+
+const Command& validate_command() {
+  static const Command command{
+      {"validate",
+       "plumb validate [CASES...] [--json] [--csv FILE] [--worst N]",
+       "Runs the published suite: each case is a scenario of a training job a paper or a repository measured\n"
+       "(scenarios/published/, one file per measurement, with its source and the assumptions made), simulated\n"
+       "as plumb run does. Prints predicted against measured for every metric the source gives (step time,\n"
+       "tokens/s per GPU, TFLOP/s per GPU, MFU, peak memory as PyTorch's allocator reports it) with the error,\n"
+       "worst case first; then the mean absolute percentage error (MAPE), median and largest error per\n"
+       "publication and over all cases, time and memory apart; then where the step went in the worst cases\n"
+       "(compute by op class, exposed communication by kind, bubble). CASES are case files, folders of them, or\n"
+       "names of bundled cases (default: the whole bundled suite). Exit code 70 when a case cannot be simulated.",
+       {"[CASES...]"},
+       {{"--json", "", "print cases[] (metrics with measured, predicted, error; breakdown) and summaries[] as JSON"},
+        {"--csv", "FILE", "write one row per case and metric: case,group,metric,measured,predicted,error"},
+        {"--worst", "N", "how many of the worst cases get their step's breakdown (5)"}}},
+      run_validate};
+  return command;
+}
+
+}  // namespace plumb::cli

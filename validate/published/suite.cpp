@@ -1,0 +1,138 @@
+#include "validate/published/suite.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "models/costs/op_cost.hpp"
+#include "models/input/diagnostics.hpp"
+
+namespace plumb {
+namespace {
+
+// Bytes of a rank's peak that PyTorch's allocator reports: everything plumb counts but the CUDA context,
+// which the driver holds outside the allocator (the cuBLAS workspace is the allocator's since PyTorch 1.11).
+double allocator_bytes(const Job& job, double peak) { return peak - job.cluster.gpu.cuda_context; }
+
+double predicted(Metric m, const Job& job, const StepReport& r) {
+  switch (m) {
+    case Metric::step_time: return r.step_time;
+    case Metric::tokens_per_s_per_gpu: return r.rates.tokens_per_s_per_gpu;
+    case Metric::model_tflops_per_gpu: return r.rates.model_tflops_per_gpu * kTera;
+    case Metric::hardware_tflops_per_gpu: return r.rates.hfu * job.cluster.gpu.peak_dense.at(MathDtype::bf16);
+    case Metric::mfu: return r.rates.mfu;
+    case Metric::peak_memory: return allocator_bytes(job, r.peak_bytes);
+    case Metric::first_stage_memory: return allocator_bytes(job, r.ranks.front().peak_bytes);
+    case Metric::last_stage_memory: return allocator_bytes(job, r.ranks.back().peak_bytes);
+  }
+  return 0;
+}
+
+// The rank whose step had the most compute, with its compute split by op class in the proportions of
+// one micro-batch of the model's layers as op_time prices them (forward and both backward passes).
+StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
+  StepBreakdown b;
+  b.step_time = r.step_time;
+  const RankStep* busiest = &r.ranks.front();
+  for (const RankStep& k : r.ranks)
+    if (k.compute > busiest->compute) busiest = &k;
+  b.compute = busiest->compute;
+  b.exposed = busiest->exposed;
+  b.bubble = busiest->idle;
+  const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
+  std::array<double, 3> by_class{};
+  double total = 0, kernels = 0;
+  for (std::int64_t layer = 0; layer < job.model.layers; ++layer)
+    for (const LayerOp& op : layer_ops(job.model, layer, ctx))
+      for (int pass = 0; pass < 3; ++pass) {
+        const double t = op_time(op, pass, job.cluster.gpu, job.training).seconds;
+        by_class[static_cast<std::size_t>(op.cls)] += t;
+        total += t;
+        if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += 1;
+      }
+  if (total > 0)
+    for (std::size_t i = 0; i < by_class.size(); ++i) b.compute_by_class[i] = b.compute * by_class[i] / total;
+  if (total > 0) b.kernel_overhead = b.compute * kernels * job.cluster.gpu.kernel_overhead / total;
+  return b;
+}
+
+double percentile_50(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+ErrorSummary summarize(const std::string& group, bool memory, const std::vector<const CaseResult*>& cases) {
+  ErrorSummary s{group, memory, 0, 0, 0, 0, ""};
+  std::vector<double> errors;
+  for (const CaseResult* c : cases)
+    for (const MetricResult& m : c->metrics) {
+      if (is_memory_metric(m.metric) != memory) continue;
+      const double e = std::abs(m.error());
+      errors.push_back(e);
+      if (e >= s.max) {
+        s.max = e;
+        s.worst_case = c->id;
+      }
+    }
+  s.count = errors.size();
+  if (errors.empty()) return s;
+  for (double e : errors) s.mape += e / static_cast<double>(errors.size());
+  s.median = percentile_50(errors);
+  return s;
+}
+
+}  // namespace
+
+double CaseResult::worst() const {
+  double w = 0;
+  for (const MetricResult& m : metrics) w = std::max(w, std::abs(m.error()));
+  return w;
+}
+
+CaseResult run_case(const PublishedCase& c) {
+  CaseResult out{c.id, c.group, c.job.file, {}, std::nullopt, true, ""};
+  try {
+    StepCosts costs = step_costs(c.job);
+    StepSimulation sim = simulate_step(c.job, costs);
+    StepReport report = make_step_report(c.job, sim, costs);
+    out.fits = report.fits;
+    for (const Measured& m : c.measured) out.metrics.push_back({m.metric, m.value, predicted(m.metric, c.job, report)});
+    out.breakdown = breakdown_of(c.job, report);
+  } catch (const std::exception& e) {
+    out.failure = e.what();
+  }
+  return out;
+}
+
+SuiteResult run_suite(const std::vector<PublishedCase>& cases, const std::function<void(std::size_t, std::size_t)>& progress) {
+  SuiteResult out;
+  for (const PublishedCase& c : cases) {
+    out.cases.push_back(run_case(c));
+    if (progress) progress(out.cases.size(), cases.size());
+  }
+  std::stable_sort(out.cases.begin(), out.cases.end(),
+                   [](const CaseResult& a, const CaseResult& b) { return a.worst() > b.worst(); });
+  std::map<std::string, std::vector<const CaseResult*>> by_group;
+  std::vector<const CaseResult*> all;
+  for (const CaseResult& c : out.cases) {
+    by_group[c.group].push_back(&c);
+    all.push_back(&c);
+  }
+  for (bool memory : {false, true}) {
+    std::vector<ErrorSummary> rows;
+    for (const auto& [group, list] : by_group) {
+      ErrorSummary s = summarize(group, memory, list);
+      if (s.count > 0) rows.push_back(s);
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const ErrorSummary& a, const ErrorSummary& b) { return a.mape > b.mape; });
+    out.summaries.insert(out.summaries.end(), rows.begin(), rows.end());
+    ErrorSummary total = summarize("all", memory, all);
+    if (total.count > 0) out.summaries.push_back(total);
+  }
+  return out;
+}
+
+}  // namespace plumb
