@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "models/input/units.hpp"
 
@@ -41,6 +42,31 @@ std::string phases_table(const std::vector<RankPhases>& phases) {
 
 }  // namespace
 
+namespace {
+
+// What priced the step: the framework whose defaults the scenario took, and the GPU profile's kernel figures.
+std::string pricing_text(const Job& job) {
+  const GpuSpec& g = job.cluster.gpu;
+  std::string out;
+  if (!job.framework.id.empty()) {
+    out += fmt::format("framework          {} ({})", job.framework.id, job.framework.name);
+    if (!job.framework.applied.empty()) out += fmt::format("; took {}", fmt::join(job.framework.applied, ", "));
+    out += "\n";
+  }
+  out += fmt::format("kernels            {} ({}): GEMMs", g.id, g.name);
+  for (const auto& [dtype, model] : g.gemm_model)
+    out += fmt::format(" {} by shape (ceiling {:.1f}% of peak)", dtype == MathDtype::fp8 ? "fp8" : "bf16", 100 * model.ceiling);
+  if (g.gemm_model.empty() && !g.gemm_efficiency.empty()) out += fmt::format(" at {:.1f}% of peak", 100 * g.gemm_efficiency.back().second);
+  if (g.attention_efficiency)
+    out += fmt::format(", fused attention {:.1f}% (backward {:.1f}%)", 100 * *g.attention_efficiency,
+                       100 * g.attention_backward_efficiency.value_or(*g.attention_efficiency));
+  out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
+  if (g.kernel_overhead > 0) out += fmt::format(", {:.1f} us a kernel", g.kernel_overhead * 1e6);
+  return out + "\n";
+}
+
+}  // namespace
+
 Json step_report_json(const Job& job, const StepReport& r) {
   Json exposed = Json::object();
   for (std::size_t i = 0; i < kCommKinds; ++i) exposed[std::string(comm_kind_name(static_cast<CommKind>(i)))] = r.exposed[i];
@@ -53,7 +79,12 @@ Json step_report_json(const Job& job, const StepReport& r) {
                       {"exposed_comm_s", e}, {"peak_bytes", k.peak_bytes}, {"peak_inflight_microbatches", k.peak_inflight},
                       {"phases", phases_json(r.phases[i])}});
   }
+  Json framework = nullptr;
+  if (!job.framework.id.empty())
+    framework = {{"id", job.framework.id}, {"name", job.framework.name}, {"applied", job.framework.applied}};
   return {{"scenario", job.name},
+          {"framework", framework},
+          {"gpu_profile", job.cluster.gpu.id},
           {"gpus", job.layout.gpus()},
           {"schedule", std::string(schedule_name(job.layout.schedule))},
           {"microbatches", job.microbatches()},
@@ -87,6 +118,7 @@ std::string step_report_table(const Job& job, const StepReport& r) {
   std::string out = fmt::format(
       "{}\n{} × {} · TP{} PP{} DP{} EP{} CP{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
       job.cluster.gpu.name, p.tp, p.pp, p.dp, p.ep, p.cp, schedule_name(p.schedule), p.zero, job.microbatches(), p.micro_batch);
+  out += pricing_text(job) + "\n";
   out += fmt::format("step time          {:.3f} s   (analytic estimate {:.3f} s, {:+.1f}%)\n", r.step_time, r.estimate,
                      100 * (r.estimate / r.step_time - 1));
   out += fmt::format("tokens/s           {:.4g} total, {:.1f} per GPU\n", r.rates.tokens_per_s, r.rates.tokens_per_s_per_gpu);

@@ -18,6 +18,7 @@ std::filesystem::path data_dir();
 inline constexpr const char* kModelPresets = "models/presets";
 inline constexpr const char* kGpuProfiles = "hw_profiles/gpus";
 inline constexpr const char* kFabricProfiles = "hw_profiles/fabrics";
+inline constexpr const char* kFrameworks = "frameworks";
 
 // Names (file stems) in a catalogue folder, sorted.
 std::vector<std::string> catalogue_names(const std::string& folder);

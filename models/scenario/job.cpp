@@ -52,8 +52,11 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
   diagnostics.throw_if_any();
   for (const std::string& assignment : overrides) apply_override(doc, assignment, src);
   diagnostics.throw_if_any();
+  Framework framework = apply_framework(doc, src);
+  diagnostics.throw_if_any();
 
   Job job;
+  job.framework = std::move(framework);
   job.file = path.string();
   std::optional<ModelSpec> model;
   std::optional<Cluster> cluster;
@@ -61,6 +64,7 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
     ObjectReader r(doc, "", src);
     job.name = r.string("name", Need::optional).value_or(path.stem().string());
     r.string("description", Need::optional);
+    r.child("framework", Need::optional);  // read by apply_framework
     if (const Json* m = r.child("model", Need::required)) model = read_model(*m, "/model", src);
     if (const Json* c = r.child("cluster", Need::required)) cluster = read_cluster(*c, "/cluster", src);
     if (const Json* p = r.child("parallel", Need::required)) {

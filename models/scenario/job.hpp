@@ -6,6 +6,7 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/parallel/layout.hpp"
+#include "models/scenario/framework.hpp"
 #include "models/spec/model_spec.hpp"
 #include "models/spec/training.hpp"
 
@@ -18,6 +19,7 @@ struct Job {
   Cluster cluster;
   ParallelLayout layout;
   TrainingSpec training;
+  Framework framework;  // the software stack whose defaults the scenario took, if it names one
   Json plan;  // the scenario's "plan" section as written (read by models/plan_space), null if absent
   // A case of the published suite (scenarios/published/) says what was measured and where: its
   // "published" section as written (read by validate/published), null if absent.
