@@ -105,3 +105,25 @@ TEST_CASE("models and clusters may be given by path or inline") {
   double layer = 1024.0 * 1024 * 2 + 2 * 1024.0 * 256 + 3 * 1024.0 * 4096 + 2 * 1024;
   CHECK(count_params(inline_model.model).total == 2 * 32000.0 * 1024 + 4 * layer + 1024);
 }
+
+TEST_CASE("a framework profile supplies defaults; the scenario and --set win over it") {
+  const fs::path sc21 = data_dir() / "scenarios/published/sc21-table1-1.7b.json";
+  Job job = load_scenario(sc21);
+  CHECK(job.framework.id == "megatron-lm-2021");
+  // megatron-lm-2021: unfused attention, separate accumulation, blocking sends, no overlap, ZeRO 0.
+  CHECK(job.training.attention_kernel == AttentionKernel::unfused);
+  CHECK_FALSE(job.training.fused_grad_accumulation);
+  CHECK_FALSE(job.layout.overlap_p2p);
+  CHECK_FALSE(job.layout.overlap_grad_reduce);
+  CHECK(job.framework.applied.size() == 5);
+  // --set wins and the default is no longer listed as taken.
+  Job changed = load_scenario(sc21, {"training.attention_kernel=flash", "framework=megatron-lm-2022"});
+  CHECK(changed.training.attention_kernel == AttentionKernel::flash);
+  CHECK(changed.training.fused_grad_accumulation);  // megatron-lm-2022 derives from 2021 with fused accumulation
+  for (const std::string& a : changed.framework.applied) CHECK(a.rfind("training.attention_kernel", 0) != 0);
+  // torchtitan of 2024-12 runs SDPA's FlashAttention-2 and FSDP2 (ZeRO-3) by default.
+  Job titan = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json");
+  CHECK(titan.training.attention_kernel == AttentionKernel::flash2);
+  CHECK(titan.layout.zero == 3);
+  CHECK(titan.training.optimizer.grads == 4.0);
+}

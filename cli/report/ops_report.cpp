@@ -62,7 +62,7 @@ Json ops_report_json(const Job& job) {
     stages.push_back(std::move(stage));
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient where it has one), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
+          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient where it has one), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; attention_flash2_efficiency and attention_flash2_backward_efficiency under attention_kernel flash2), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
           {"stages", stages}};
 }
 

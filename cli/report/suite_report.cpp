@@ -1,5 +1,6 @@
 #include "cli/report/suite_report.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace plumb {
@@ -48,10 +49,13 @@ std::string suite_text(const SuiteResult& r, std::size_t worst) {
       out += fmt::format("{:<{}}  {:<24} {:>16} {:>16} {:>+7.1f}%{}\n", c.id, width, metric_name(m.metric), shown(m.metric, m.measured),
                          shown(m.metric, m.predicted), 100 * m.error(), c.fits ? "" : "  (plumb: does not fit)");
   }
-  out += fmt::format("\n{:<28} {:<7} {:>5} {:>8} {:>8} {:>8}  {}\n", "group", "metrics", "n", "MAPE", "median", "max", "worst case");
+  std::size_t group_width = 5;
+  for (const ErrorSummary& s : r.summaries) group_width = std::max(group_width, s.group.size());
+  out += fmt::format("\n{:<{}} {:<7} {:>5} {:>8} {:>8} {:>8}  {}\n", "group", group_width, "metrics", "n", "MAPE", "median", "max",
+                     "worst case");
   for (const ErrorSummary& s : r.summaries)
-    out += fmt::format("{:<28} {:<7} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}%  {}\n", s.group, s.memory ? "memory" : "time", s.count,
-                       100 * s.mape, 100 * s.median, 100 * s.max, s.worst_case);
+    out += fmt::format("{:<{}} {:<7} {:>5} {:>7.1f}% {:>7.1f}% {:>7.1f}%  {}\n", s.group, group_width, s.memory ? "memory" : "time",
+                       s.count, 100 * s.mape, 100 * s.median, 100 * s.max, s.worst_case);
   std::string worst_text;
   std::size_t shown_cases = 0;
   for (const CaseResult& c : r.cases) {

@@ -15,17 +15,15 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   bool fp8 = training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
              gpu.peak_dense.count(MathDtype::fp8);
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
-  double peak = gpu.peak_dense.at(dtype);
+  double peak = gpu.peak_dense.at(dtype) * gpu.sustained_compute_scale;
   double efficiency = 1.0;
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
     efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2);
   } else if (training.attention_kernel == AttentionKernel::unfused)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
-  else if (pass == 0)
-    efficiency = gpu.attention_efficiency.value_or(1.0);
-  else  // the backward kernel: its own efficiency where the profile has one
-    efficiency = gpu.attention_backward_efficiency.value_or(gpu.attention_efficiency.value_or(1.0));
+  else
+    efficiency = gpu.attention_efficiency_of(training.attention_kernel == AttentionKernel::flash2, pass != 0);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }

@@ -53,6 +53,15 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 
 }  // namespace
 
+double GpuSpec::attention_efficiency_of(bool flash2, bool backward) const {
+  const double forward = attention_efficiency.value_or(1.0);
+  const double best = backward ? attention_backward_efficiency.value_or(forward) : forward;
+  if (!flash2) return best;
+  if (backward && attention_flash2_backward_efficiency) return *attention_flash2_backward_efficiency;
+  if (!backward && attention_flash2_efficiency) return *attention_flash2_efficiency;
+  return best;
+}
+
 double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
   const auto& table = dtype == MathDtype::fp8 && !gemm_efficiency_fp8.empty() ? gemm_efficiency_fp8 : gemm_efficiency;
   if (efficiency_sms > 0 && sms > 0) flops *= static_cast<double>(efficiency_sms) / static_cast<double>(sms);
@@ -187,8 +196,12 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     read_gemm_models(r, g);
     g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
     g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
+    g.attention_flash2_efficiency = r.number("attention_flash2_efficiency", Need::optional, 0.01, 1.0);
+    g.attention_flash2_backward_efficiency = r.number("attention_flash2_backward_efficiency", Need::optional, 0.01, 1.0);
     auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
     g.hbm_efficiency = hbm_efficiency.value_or(1.0);
+    auto sustained = r.number("sustained_compute_scale", Need::optional, 0.1, 1.0);
+    g.sustained_compute_scale = sustained.value_or(1.0);
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
     g.kernel_overhead = kernel_overhead.value_or(0.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
@@ -198,8 +211,11 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (!g.gemm_model.empty()) figures.emplace_back("gemm_model");
     if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
     if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
+    if (g.attention_flash2_efficiency) figures.emplace_back("attention_flash2_efficiency");
+    if (g.attention_flash2_backward_efficiency) figures.emplace_back("attention_flash2_backward_efficiency");
     if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
     if (kernel_overhead) figures.emplace_back("kernel_overhead");
+    if (sustained) figures.emplace_back("sustained_compute_scale");
     g.sources = read_sources(r, figures);
   });
 }

@@ -64,10 +64,19 @@ struct GpuSpec {
   // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
   // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.
   double kernel_overhead = 0;
+  // Tensor-core throughput sustained through a training step over the rates the efficiencies above
+  // were measured at (microbenchmarks: short kernels, idle gaps, boost clocks): below 1 where the GPU
+  // lowers its clocks under continuous load at its power limit. Scales GEMM and attention time.
+  double sustained_compute_scale = 1.0;
   // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
   std::optional<double> attention_efficiency;
   // The same for its backward pass; absent: attention_efficiency.
   std::optional<double> attention_backward_efficiency;
+  // FlashAttention-2's shares of the bf16 peak, forward and backward, where the GPU's fastest kernel is
+  // another (Hopper: FlashAttention-3); absent: the kernel above is FlashAttention-2's own rate.
+  std::optional<double> attention_flash2_efficiency, attention_flash2_backward_efficiency;
+  // The fused-attention efficiency of a pass (the backward's own where given), FlashAttention-2's with `flash2`.
+  double attention_efficiency_of(bool flash2, bool backward) const;
   std::map<std::string, std::string> sources;
 };
 

@@ -25,11 +25,16 @@ std::string_view precision_name(Precision p) {
 double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
 
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words() {
-  static const std::vector<std::pair<std::string, AttentionKernel>> words{{"flash", AttentionKernel::flash}, {"unfused", AttentionKernel::unfused}};
+  static const std::vector<std::pair<std::string, AttentionKernel>> words{
+      {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
   return words;
 }
 
-std::string_view attention_kernel_name(AttentionKernel k) { return k == AttentionKernel::flash ? "flash" : "unfused"; }
+std::string_view attention_kernel_name(AttentionKernel k) {
+  for (const auto& [word, kernel] : attention_kernel_words())
+    if (kernel == k) return word;
+  return "?";
+}
 
 TrainingSpec read_training(ObjectReader& r) {
   TrainingSpec t;

@@ -11,9 +11,13 @@
 namespace plumb {
 
 enum class Precision { bf16, fp16, fp8 };
-// flash: fused kernel keeping only its output and log-sum-exp (Dao et al.); unfused: softmax
-// probabilities materialised, as in Megatron-LM at SC'21 (Korthikanti et al. §4.1).
-enum class AttentionKernel { flash, unfused };
+// flash: fused kernel keeping only its output and log-sum-exp (Dao et al.), at the GPU profile's
+// fused-attention rates (its fastest kernel: FlashAttention-3 on Hopper); flash2: the same kind of
+// kernel at FlashAttention-2's rates, where the profile gives them (PyTorch's SDPA flash backend, and
+// what frameworks ran on Hopper before FlashAttention-3); unfused: softmax probabilities materialised,
+// as in Megatron-LM at SC'21 (Korthikanti et al. §4.1).
+enum class AttentionKernel { flash, flash2, unfused };
+inline bool fused_attention(AttentionKernel k) { return k != AttentionKernel::unfused; }
 // The words scenario files (training.attention_kernel) and measured runs use for them.
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words();
 std::string_view attention_kernel_name(AttentionKernel k);

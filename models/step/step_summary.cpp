@@ -35,7 +35,7 @@ StepRates rates_at(const Job& job, double step_time) {
   r.mfu = r.model_tflops_per_gpu * kTera / peak;
   const Recompute& rc = job.layout.recompute;
   RecomputeKind kind = rc.full ? RecomputeKind::full : rc.core_attention ? RecomputeKind::selective : RecomputeKind::none;
-  r.hfu = hardware_flops_per_token(job.model, seq, kind, job.training.attention_kernel == AttentionKernel::flash) *
+  r.hfu = hardware_flops_per_token(job.model, seq, kind, fused_attention(job.training.attention_kernel)) *
           r.tokens_per_s_per_gpu / peak;
   return r;
 }

@@ -81,7 +81,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   }
   job.training.global_batch = default_micro_batches(o) * p.micro_batch;
   job.training.attention_kernel = o.attention;
-  if (o.attention == AttentionKernel::flash) {
+  if (fused_attention(o.attention)) {
     const AttentionSpec& a = m.attention;
     if (!kernels::AttentionCall::supported_widths(a.qk_head_dim(), a.out_head_dim()) || job.training.seq_len % kernels::kAttentionTile != 0)
       src.error("--attention", fmt::format("the flash kernel takes head widths {} and sequences of whole {}-token tiles, not ({}, {}) "
@@ -207,7 +207,7 @@ struct KernelMapper {
     const AttentionSpec& a = job.model.attention;
     const std::int64_t s = job.training.seq_len, dqk = a.qk_head_dim(), dv = a.out_head_dim();
     const std::int64_t batch = job.layout.micro_batch * a.heads;
-    if (job.training.attention_kernel == AttentionKernel::flash) {
+    if (fused_attention(job.training.attention_kernel)) {
       KernelStep f;
       f.kind = KernelKind::attention;
       f.op = id;
