@@ -3,6 +3,7 @@
 #include <cmath>
 #include <doctest/doctest.h>
 
+#include "catalogue_fixtures.hpp"
 #include "models/memory/activations.hpp"
 #include "models/input/catalogue.hpp"
 #include "models/memory/memory.hpp"
@@ -136,5 +137,29 @@ TEST_CASE("each ZeRO stage shrinks the model states") {
     double states = r.params_bytes + r.grads_bytes + r.optimizer_bytes;
     CHECK(states < previous);
     previous = states;
+  }
+}
+
+TEST_CASE("torchtitan's per-op selective checkpointing: what a Llama block keeps") {
+  // pytorch/torchtitan parallelize_llama.py (f6a9daa): the outputs of aten.mm and SDPA are saved except
+  // every second mm of a block (wq, wk, wv, wo, w1, w3, w2 → wk, wo, w3 recomputed), everything else
+  // recomputed. Llama 3.1 8B, one GPU, bf16, flash attention, per token: the block input x (h), q (h),
+  // v (kv·d), SDPA's output (h) and fp32 log-sum-exp (heads), w1's output (f) and w2's output (h).
+  const ModelSpec m = test::model("llama3-8b");
+  ActivationSettings set;
+  set.seq_local = 8192;
+  set.recompute.alternate_matmuls = set.recompute.norms = set.recompute.activation = true;
+  const double h = 4096, kv = 8 * 128, f = 14336, heads = 32;
+  CHECK(layer_bytes_per_token(m, 0, set) == doctest::Approx(2 * (h + h + kv + h + f + h) + 4 * heads));
+  // float8's _scaled_mm is not in the save list: every matmul recomputed, x, SDPA's output and its
+  // log-sum-exp kept.
+  set.recompute.matmuls = true;
+  CHECK(layer_bytes_per_token(m, 0, set) == doctest::Approx(2 * (h + h) + 4 * heads));
+  // Not for blocks the policy's count does not describe.
+  for (const char* model : {"deepseek-v3", "mixtral-8x7b"}) {
+    INFO(model);
+    CHECK_THROWS_WITH_AS(load_scenario(data_dir() / "scenarios/deepseek-v3-2048xh800.json",
+                                       {std::string("model=") + model, "parallel.recompute=alternate_matmuls"}),
+                         doctest::Contains("follows torchtitan's per-op policy for Llama blocks"), InputError);
   }
 }

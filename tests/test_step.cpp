@@ -3,10 +3,13 @@
 #include <doctest/doctest.h>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <fmt/format.h>
 
 #include "models/input/catalogue.hpp"
 #include "models/costs/flops.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/costs/step_costs.hpp"
 #include "models/memory/memory.hpp"
 #include "models/spec/param_count.hpp"
 #include "cli/report/schedule_report.hpp"
@@ -384,4 +387,23 @@ TEST_CASE("gradient reductions wait for the whole backward when they do not over
   Run a = run(overlapped), b = run(after);
   CHECK(b.sim.step_time > a.sim.step_time);
   CHECK(relative(b.report.estimate, b.sim.step_time) < 0.03);
+}
+
+TEST_CASE("torchtitan's per-op recomputation: the shares of the fused GEMMs it runs again") {
+  // Every second matmul of wq, wk, wv, wo, w1, w3, w2: wk is 8 of the 32 + 2·8 heads' widths of Llama 3.1
+  // 8B's fused qkv projection, wo the whole out projection, w3 half of gate+up, w2 none of down.
+  Job job = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json");
+  REQUIRE(job.layout.recompute.alternate_matmuls);
+  const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
+  std::map<std::string, double> share;
+  for (const LayerOp& op : layer_ops(job.model, 0, ctx)) share[op.name] = recompute_share(op, job.layout.recompute, job.model.attention, true);
+  CHECK(share.at("qkv projection") == doctest::Approx(8.0 / 48.0));
+  CHECK(share.at("out projection") == 1.0);
+  CHECK(share.at("gate+up projection") == 0.5);
+  CHECK(share.at("down projection") == 0.0);
+  CHECK(share.at("core attention") == 0.0);  // SDPA is saved
+  CHECK(share.at("attention norm") == 1.0);
+  // Outside a transformer block the LM head's GEMM is not recomputed (the final norm is, as a norm).
+  for (const LayerOp& op : head_ops(job.model, ctx))
+    if (op.cls == OpClass::gemm) CHECK(recompute_share(op, job.layout.recompute, job.model.attention, false) == 0.0);
 }

@@ -147,6 +147,20 @@ bool recomputed(const LayerOp& op, const Recompute& r) {
   return false;
 }
 
+double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer) {
+  if (recomputed(op, r)) return 1.0;
+  if (!transformer_layer || op.cls != OpClass::gemm) return 0.0;
+  if (r.matmuls) return 1.0;
+  if (!r.alternate_matmuls) return 0.0;
+  if (op.name == "qkv projection") {
+    const double q = static_cast<double>(a.heads), kv = static_cast<double>(a.kind == AttentionKind::gqa ? a.kv_heads : a.heads);
+    return kv / (q + 2 * kv);
+  }
+  if (op.name == "out projection") return 1.0;
+  if (op.name == "gate+up projection") return 0.5;
+  return 0.0;
+}
+
 namespace {
 
 // Group placements and link speeds, from the layout's rank placement on the fabric.
@@ -266,7 +280,8 @@ class StageCoster {
       recompute = lp.forward;
     } else {
       for (const LayerOp& op : ops)
-        if (recomputed(op, recompute_)) recompute.add_compute(seconds(op, 0));
+        if (double share = recompute_share(op, recompute_, job_.model.attention, transformer_layer); share > 0)
+          recompute.add_compute(share * seconds(op, 0));
     }
     for (Pass* p : {&lp.input_grad, &lp.backward}) {
       p->append(recompute);

@@ -21,6 +21,8 @@ bool dropped(Drop d, const Recompute& rc) {
     case Drop::norm: return rc.norms;
     case Drop::mla_up_proj: return rc.mla_up_proj;
     case Drop::activation: return rc.activation;
+    case Drop::matmul: return rc.matmuls;
+    case Drop::second_matmul: return rc.matmuls || rc.alternate_matmuls;
   }
   return false;
 }
@@ -51,9 +53,10 @@ void add_attention(const ModelSpec& m, const ActivationSettings& s, std::vector<
     double d = static_cast<double>(a.head_dim);
     q_width = heads * d;
     k_width = v_width = static_cast<double>(a.kv_heads) * d;
-    t.push_back({"q", q_width, Storage::bf16, Shard::tp, Drop::never});
-    t.push_back({"k", k_width, Storage::bf16, Shard::tp, Drop::never});
-    t.push_back({"v", v_width, Storage::bf16, Shard::tp, Drop::never});
+    // The wq, wk, wv outputs: torchtitan's per-op policy recomputes wk's, the second matmul.
+    t.push_back({"q", q_width, Storage::bf16, Shard::tp, Drop::matmul});
+    t.push_back({"k", k_width, Storage::bf16, Shard::tp, Drop::second_matmul});
+    t.push_back({"v", v_width, Storage::bf16, Shard::tp, Drop::matmul});
   }
   double scores = heads * static_cast<double>(s.seq_local);  // one row of a·s attention scores per token
   if (s.kernel == AttentionKernel::unfused) {
@@ -73,7 +76,9 @@ void add_attention(const ModelSpec& m, const ActivationSettings& s, std::vector<
 // A gated (SwiGLU) or GeLU MLP's own tensors, after its input.
 void add_mlp_body(MlpKind kind, double f, Shard ffn_shard, Storage act_in, std::vector<SavedTensor>& t) {
   if (kind == MlpKind::swiglu) {
-    t.push_back({"gate and up projections (SwiGLU input)", 2.0 * f, act_in, ffn_shard, Drop::never});
+    // w1 and w3: torchtitan's per-op policy saves the first (the fifth matmul) and recomputes the second.
+    t.push_back({"gate projection (SwiGLU input)", f, act_in, ffn_shard, Drop::matmul});
+    t.push_back({"up projection (SwiGLU input)", f, act_in, ffn_shard, Drop::second_matmul});
   } else {
     t.push_back({"GeLU input", f, Storage::bf16, ffn_shard, Drop::never});
   }
@@ -99,7 +104,8 @@ std::vector<SavedTensor> layer_tensors(const ModelSpec& m, std::int64_t layer, c
   std::vector<SavedTensor> t;
   double h = static_cast<double>(m.hidden);
   add_attention(m, s, t);
-  t.push_back({"MLP norm input", h, Storage::bf16, Shard::sp, Drop::never});
+  // The residual sum x + wo(...): rebuilt when wo's output is recomputed.
+  t.push_back({"MLP norm input", h, Storage::bf16, Shard::sp, Drop::second_matmul});
   t.push_back({"MLP input (norm output)", h, Storage::gemm_input, Shard::sp, Drop::norm});
   if (!m.is_moe_layer(layer)) {
     add_mlp_body(m.mlp.kind, static_cast<double>(m.mlp.ffn_hidden), Shard::tp, Storage::bf16, t);
@@ -117,6 +123,9 @@ std::vector<SavedTensor> layer_tensors(const ModelSpec& m, std::int64_t layer, c
                    Storage::swiglu_input, t);
   }
   if (m.dropout) t.push_back({"MLP residual dropout mask", h, Storage::mask, Shard::sp, Drop::never});
+  // torchtitan's per-op policy saves w2's output too (the seventh matmul), though no backward needs it.
+  if (s.recompute.alternate_matmuls && !s.recompute.matmuls)
+    t.push_back({"down projection output (saved by the per-op policy)", h, Storage::bf16, Shard::sp, Drop::never});
   return t;
 }
 

@@ -18,8 +18,10 @@ enum class Storage { bf16, gemm_input, swiglu_input, fp32, mask };
 // parallelism. routed: a routed expert's per-token copy (k per token) — tokens split like sp,
 // routed_ffn additionally split over expert-TP.
 enum class Shard { replicated, tp, sp, routed, routed_ffn };
-// Which recomputation option drops the tensor (it is rebuilt in backward instead).
-enum class Drop { never, core_attention, norm, mla_up_proj, activation };
+// Which recomputation option drops the tensor (it is rebuilt in backward instead). matmul: the output of
+// a matmul torchtitan's per-op policy saves (dropped only when every matmul is recomputed);
+// second_matmul: one it recomputes (every second matmul of the block), or a tensor derived from one.
+enum class Drop { never, core_attention, norm, mla_up_proj, activation, matmul, second_matmul };
 
 struct SavedTensor {
   std::string_view name;

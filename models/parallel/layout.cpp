@@ -26,11 +26,14 @@ Recompute read_recompute(const Json& value, const std::string& pointer, const So
     else if (word == "norm") rc.norms = true;
     else if (word == "mla_up_proj") rc.mla_up_proj = true;
     else if (word == "activation") rc.activation = true;
+    else if (word == "alternate_matmuls") rc.alternate_matmuls = rc.norms = rc.activation = true;
+    else if (word == "matmuls") rc.matmuls = rc.norms = rc.activation = true;
     else {
-      std::vector<std::string> words{"none", "selective", "full", "core_attention", "norm", "mla_up_proj", "activation"};
+      std::vector<std::string> words{"none",        "selective", "full",       "core_attention",   "norm",
+                                     "mla_up_proj", "activation", "matmuls", "alternate_matmuls"};
       std::string hint = nearest_word(word, words);
       src.error(at, fmt::format("\"{}\" is not a recomputation: use \"none\", \"selective\", \"full\" or a list of "
-                                       "\"core_attention\", \"norm\", \"mla_up_proj\", \"activation\"{}",
+                                       "\"core_attention\", \"norm\", \"mla_up_proj\", \"activation\", \"matmuls\", \"alternate_matmuls\"{}",
                                        word, hint.empty() ? "" : fmt::format("; did you mean \"{}\"?", hint)));
     }
   };
@@ -161,6 +164,12 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
     if (model.mlp.ffn_hidden % p.tp != 0)
       error("/parallel/tp", fmt::format("tp {} does not divide the MLP width {}", p.tp, model.mlp.ffn_hidden));
   }
+  // torchtitan's per-op policy counts a Llama block's matmuls: MHA/GQA attention and a dense SwiGLU MLP.
+  if ((p.recompute.alternate_matmuls || p.recompute.matmuls) &&
+      (a.kind == AttentionKind::mla || model.moe || model.mlp.kind != MlpKind::swiglu))
+    error("/parallel/recompute", fmt::format("\"{}\" follows torchtitan's per-op policy for Llama blocks (wq, wk, wv, wo, w1, "
+                                             "w3, w2), which {} does not have (MLA attention, MoE or a GeLU MLP)",
+                                             p.recompute.alternate_matmuls ? "alternate_matmuls" : "matmuls", model.name));
   // Experts fold over the same GPUs as the dense layers: ep × etp × edp = tp × cp × dp.
   if (model.moe) {
     if (model.moe->experts % p.ep != 0)

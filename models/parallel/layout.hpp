@@ -21,6 +21,12 @@ struct Recompute {
   bool norms = false;           // norm outputs (DeepSeek-V3 §3.2.3)
   bool mla_up_proj = false;     // MLA up-projection outputs (DeepSeek-V3 §3.2.3)
   bool activation = false;      // MLP activation-function outputs (SwiGLU/GeLU; DeepSeek-V3 §3.3.3)
+  // torchtitan's per-op selective checkpointing ("op"; pytorch/torchtitan parallelize_llama.py): of a
+  // Llama block's matmuls in their order wq, wk, wv, wo, w1, w3, w2 the outputs of every second one
+  // (wk, wo, w3) are recomputed, the others saved; `matmuls`: every matmul recomputed (float8's
+  // _scaled_mm is not in that policy's save list). Both recompute the norms and the activation as well.
+  bool alternate_matmuls = false;
+  bool matmuls = false;
   std::string label = "none";
 };
 

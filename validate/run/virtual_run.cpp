@@ -81,6 +81,9 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   }
   job.training.global_batch = default_micro_batches(o) * p.micro_batch;
   job.training.attention_kernel = o.attention;
+  if (p.recompute.alternate_matmuls || p.recompute.matmuls)
+    src.error("/parallel/recompute", "the validation run does not execute torchtitan's per-op recomputation "
+                                     "(alternate_matmuls, matmuls) yet; use a list of whole ops or \"full\"");
   if (fused_attention(o.attention)) {
     const AttentionSpec& a = m.attention;
     if (!kernels::AttentionCall::supported_widths(a.qk_head_dim(), a.out_head_dim()) || job.training.seq_len % kernels::kAttentionTile != 0)
