@@ -163,3 +163,22 @@ TEST_CASE("torchtitan's per-op selective checkpointing: what a Llama block keeps
                          doctest::Contains("follows torchtitan's per-op policy for Llama blocks"), InputError);
   }
 }
+
+TEST_CASE("ZeRO-3 that keeps its weights gathered (FSDP2 reshard_after_forward=False) and torchtitan's loss") {
+  // ZeRO paper's example, Ψ = 7.5B over N_d = 64, K = 12: stage 3 resharded holds (2 + 2 + 12)Ψ/64 =
+  // 1.9 GB; kept gathered, the 16-bit weights and 16-bit gradients are whole again, beside the sharded
+  // gradients and optimizer states: 2Ψ + 2Ψ + (2 + 12)Ψ/64.
+  const double psi = 7.5e9;
+  const OptimizerBytes adam;
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, adam).total() / 1e9 == doctest::Approx(1.875));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, adam, false).total() / 1e9 == doctest::Approx((4 * psi + 14 * psi / 64) / 1e9));
+  // torchtitan's loss: F.cross_entropy over a .float() copy of the logits holds 12 bytes per vocabulary
+  // entry and token at its backward, 8 more than the fp32 logits the activations count: Llama 3.1 8B,
+  // micro-batch 2 × 8192 tokens, vocabulary 128,256, one GPU per replica.
+  Job job = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json");
+  CHECK_FALSE(job.training.fused_cross_entropy);
+  MemoryPlan plan = plan_memory(job);
+  CHECK(plan.ranks.back().loss_transient_bytes == doctest::Approx(8.0 * 128256 * 16384));
+  job.training.fused_cross_entropy = true;
+  CHECK(plan_memory(job).ranks.back().loss_transient_bytes == 0.0);
+}

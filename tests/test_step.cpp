@@ -407,3 +407,19 @@ TEST_CASE("torchtitan's per-op recomputation: the shares of the fused GEMMs it r
   for (const LayerOp& op : head_ops(job.model, ctx))
     if (op.cls == OpClass::gemm) CHECK(recompute_share(op, job.layout.recompute, job.model.attention, false) == 0.0);
 }
+
+TEST_CASE("ZeRO-3 that keeps its weights gathered moves ZeRO-1's traffic: one gather and one reduce-scatter a step") {
+  Job job = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b.json");
+  REQUIRE(job.layout.zero == 3);
+  REQUIRE_FALSE(job.layout.reshard_after_forward);
+  const StageCost kept = step_costs(job).stages.front();
+  CHECK(kept.param_gather > 0);
+  CHECK(kept.grad_sync > 0);
+  CHECK(kept.forward.background == 0.0);
+  CHECK(kept.backward.background == 0.0);
+  job.layout.reshard_after_forward = true;  // per pass: gathers beside every forward and backward
+  const StageCost resharded = step_costs(job).stages.front();
+  CHECK(resharded.param_gather == 0.0);
+  CHECK(resharded.forward.background == doctest::Approx(kept.param_gather));
+  CHECK(resharded.backward.background > resharded.forward.background);  // its gather and its reduce-scatter
+}

@@ -67,7 +67,8 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                       {"other", {{"cuda_context_bytes", r.cuda_context_bytes},
                                  {"workspace_bytes", r.workspace_bytes},
                                  {"zero3_prefetch_bytes", r.zero3_prefetch_bytes},
-                                 {"reserved_bytes", r.reserved_bytes}}},
+                                 {"reserved_bytes", r.reserved_bytes},
+                                 {"loss_transient_bytes", r.loss_transient_bytes}}},
                       {"total_bytes", r.total_bytes()},
                       {"fits", r.total_bytes() <= plan.capacity_bytes}});
   }

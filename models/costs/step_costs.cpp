@@ -375,26 +375,34 @@ void add_blocking_sends(StageCost& s, const StagePlan& sp, std::int64_t stages) 
 void add_data_parallel_terms(StageCost& s, const StageParams& held, const ParallelLayout& p, const StageCoster& coster,
                              double grads, double update_bytes, double stream_rate) {
   const double weights = 2.0;  // parameters are gathered in bf16
-  if (p.zero >= 2) {
-    // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
-    // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
-    // reduction is required after every backward because of gradient partitioning", DeepSpeed
-    // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
-    // carries it: the full backward, or a zero-bubble schedule's W half.
-    const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
-    s.backward.background += scatter;
-    s.weight_grad.background += scatter;
-  }
-  if (p.zero >= 3) {
-    // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
-    const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-    s.forward.background += gather;
-    s.input_grad.background += gather;
-    s.backward.background += gather;
+  if (p.zero >= 3 && !p.reshard_after_forward) {
+    // FSDP2 with reshard_after_forward=False (torchtitan under pipeline parallelism): the weights are
+    // gathered once and kept, the gradients accumulated unsharded and reduce-scattered after the last
+    // micro-batch — ZeRO-1's traffic.
+    s.grad_sync = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
+    s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
   } else {
-    if (p.zero <= 1)  // the accumulated gradients, once per step
-      s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
-    if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+    if (p.zero >= 2) {
+      // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
+      // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
+      // reduction is required after every backward because of gradient partitioning", DeepSpeed
+      // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
+      // carries it: the full backward, or a zero-bubble schedule's W half.
+      const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
+      s.backward.background += scatter;
+      s.weight_grad.background += scatter;
+    }
+    if (p.zero >= 3) {
+      // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
+      const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+      s.forward.background += gather;
+      s.input_grad.background += gather;
+      s.backward.background += gather;
+    } else {
+      if (p.zero <= 1)  // the accumulated gradients, once per step
+        s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
+      if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
+    }
   }
   double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
   double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;

@@ -8,11 +8,12 @@
 namespace plumb {
 
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
-                                  const OptimizerBytes& optimizer) {
+                                  const OptimizerBytes& optimizer, bool resharded) {
   double n = static_cast<double>(shards);
   ModelStateBytes b;
-  b.params = params * weight_bytes / (zero >= 3 ? n : 1.0);
-  b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0);
+  const bool gathered = zero >= 3 && !resharded;
+  b.params = params * weight_bytes / (zero >= 3 && resharded ? n : 1.0);
+  b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) + (gathered ? params * 2.0 : 0.0);
   b.optimizer = params * optimizer.states() / (zero >= 1 ? n : 1.0);
   return b;
 }
@@ -137,6 +138,25 @@ double stage_activation_bytes(const Job& job, const StagePlan& s) {
   return activation_bytes(job.model, model_share(job), s);
 }
 
+namespace {
+
+// PyTorch's F.cross_entropy over an fp32 upcast of the bf16 logits (torchtitan's loss): its backward
+// holds the saved fp32 log-softmax output, the fp32 gradient arriving from the loss and the one it
+// passes on, 12 bytes per vocabulary entry and token (10 in the forward: the bf16 logits, their fp32
+// copy and the log-softmax output), where a fused loss keeps the 4 of the fp32 logits that the
+// activations already count. One micro-batch's worth, on the rank holding the head.
+double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMemory& rank) {
+  if (job.training.fused_cross_entropy) return 0.0;
+  bool head = false;
+  for (std::int64_t s : rank.stages) head = head || plan.stages[static_cast<std::size_t>(s)].head;
+  if (!head) return 0.0;
+  const ParallelLayout& p = job.layout;
+  const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp));
+  return (12.0 - 4.0) * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * tokens;
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const Job& job) {
   const ParallelLayout& p = job.layout;
   MemoryPlan plan;
@@ -160,16 +180,18 @@ MemoryPlan plan_memory(const Job& job) {
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     double wb = weight_bytes(job.training.precision);
-    ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer);
-    ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer);
+    ModelStateBytes dense =
+        model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer, p.reshard_after_forward);
+    ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer, p.reshard_after_forward);
     rank.params_bytes = dense.params + expert.params;
     rank.grads_bytes = dense.grads + expert.grads;
     rank.optimizer_bytes = dense.optimizer + expert.optimizer;
     rank.cuda_context_bytes = job.cluster.gpu.cuda_context;
     rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
     // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.
-    if (p.zero >= 3) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
+    if (p.zero >= 3 && p.reshard_after_forward) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
     rank.reserved_bytes = job.training.reserved_memory;
+    rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank);
     plan.ranks.push_back(std::move(rank));
   }
   for (std::size_t i = 1; i < plan.ranks.size(); ++i)

@@ -15,8 +15,11 @@ struct ModelStateBytes {
   double params = 0, grads = 0, optimizer = 0;
   double total() const { return params + grads + optimizer; }
 };
+// `resharded` false (ZeRO-3 keeping the weights gathered through the step, FSDP2's
+// reshard_after_forward=False): the 16-bit weights whole, and the 16-bit gradients whole beside the
+// shard of `optimizer.grads` they are reduce-scattered into.
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
-                                  const OptimizerBytes& optimizer);
+                                  const OptimizerBytes& optimizer, bool resharded = true);
 
 // One model stage: its transformer layers and whether it carries the embedding, head or MTP.
 struct StagePlan {
@@ -37,8 +40,12 @@ struct RankMemory {
   double expert_params = 0;             // routed-expert parameters held (after EP/ETP sharding)
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0;
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
+  // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
+  double loss_transient_bytes = 0;
 
-  double other_bytes() const { return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes; }
+  double other_bytes() const {
+    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes + loss_transient_bytes;
+  }
   double total_bytes() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();
   }

@@ -108,6 +108,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.comm_sms = static_cast<std::int32_t>(r.integer("comm_sms", Need::optional, 1, 1024).value_or(20));
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
+  p.reshard_after_forward = r.boolean("reshard_after_forward", Need::optional).value_or(true);
   p.order = read_order(r);
   p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
                 .value_or(PipelineSplit::even);

@@ -49,6 +49,12 @@ struct ParallelLayout {
   // the backward (Megatron-LM's --overlap-grad-reduce, PyTorch DDP buckets). false: every reduction
   // waits for the whole backward, as Megatron-LM did at SC'21.
   bool overlap_grad_reduce = true;
+  // ZeRO-3 (FSDP) frees each layer's gathered weights after its forward and gathers them again for the
+  // backward (true), or keeps the stage's weights gathered from the first forward to the end of the step
+  // and its gradients unsharded until the last micro-batch (false: FSDP2's reshard_after_forward=False,
+  // as torchtitan sets under pipeline parallelism): one gather and one reduce-scatter a step, the
+  // memory of unsharded 16-bit weights and gradients.
+  bool reshard_after_forward = true;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
   std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout

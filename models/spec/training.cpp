@@ -46,6 +46,7 @@ TrainingSpec read_training(ObjectReader& r) {
   t.attention_kernel = r.choice<AttentionKernel>("attention_kernel", Need::optional, attention_kernel_words()).value_or(AttentionKernel::flash);
   t.fused_grad_accumulation =
       r.choice<bool>("grad_accumulation", Need::optional, {{"fused", true}, {"separate", false}}).value_or(true);
+  t.fused_cross_entropy = r.choice<bool>("cross_entropy", Need::optional, {{"fused", true}, {"fp32_upcast", false}}).value_or(true);
   t.fp8_gemm_inputs = t.precision == Precision::fp8;
   if (const Json* cache = r.child("fp8_cache", Need::optional)) {
     std::string pointer = r.pointer("fp8_cache");

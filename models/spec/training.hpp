@@ -46,6 +46,11 @@ struct TrainingSpec {
   // by a separate elementwise add after it (PyTorch autograd's accumulation, Megatron-LM's 2021 DDP hook
   // `main_grad.add_(grad)`), which reads the new gradient and reads and writes the accumulator.
   bool fused_grad_accumulation = true;
+  // How the loss is computed over the logits: fused (a vocab-parallel cross-entropy keeping the fp32
+  // logits, as Megatron-LM's and Korthikanti et al.'s accounting), or, false, PyTorch's
+  // F.cross_entropy on an fp32 upcast of the bf16 logits (torchtitan), whose loss momentarily holds
+  // more (models/memory: the loss's transient bytes).
+  bool fused_cross_entropy = true;
   OptimizerBytes optimizer;
   double tokens = 0;               // training budget
   double price_per_gpu_hour = 0;   // USD

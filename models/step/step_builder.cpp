@@ -40,10 +40,11 @@ class StepOps final : public PipelineHooks {
           bool record_ops)
       : job_(job), costs_(costs), out_(out), shared_(shared), gpus_(std::move(gpus)), record_ops_(record_ops) {}
 
-  // ZeRO-1/2 gathers the previous optimizer step's parameters as the step starts; a stage's first
-  // forward waits for its first layer's bucket, the rest arrives while it computes.
+  // ZeRO-1/2 (and ZeRO-3 that keeps its weights gathered through the step) gathers the previous
+  // optimizer step's parameters as the step starts; a stage's first forward waits for its first
+  // layer's bucket, the rest arrives while it computes. Per-pass ZeRO-3 gathers have no such term.
   void add_param_gathers(const PipelineSchedule& s) {
-    if (job_.layout.zero < 1 || job_.layout.zero > 2) return;
+    if (job_.layout.zero < 1) return;
     for (std::int64_t r = 0; r < s.ranks; ++r)
       for (std::int64_t st : stages_of_rank(s.kind, r, job_.layout.pp, job_.layout.vp)) {
         double total = costs_.stages[static_cast<std::size_t>(st)].param_gather;
