@@ -57,10 +57,14 @@ std::string pricing_text(const Job& job) {
   for (const auto& [dtype, model] : g.gemm_model)
     out += fmt::format(" {} by shape (ceiling {:.1f}% of peak)", dtype == MathDtype::fp8 ? "fp8" : "bf16", 100 * model.ceiling);
   if (g.gemm_model.empty() && !g.gemm_efficiency.empty()) out += fmt::format(" at {:.1f}% of peak", 100 * g.gemm_efficiency.back().second);
-  if (g.attention_efficiency)
-    out += fmt::format(", fused attention {:.1f}% (backward {:.1f}%)", 100 * *g.attention_efficiency,
-                       100 * g.attention_backward_efficiency.value_or(*g.attention_efficiency));
+  const AttentionKernel kernel = job.training.attention_kernel;
+  if (fused_attention(kernel) && g.attention_efficiency) {
+    const bool flash2 = kernel == AttentionKernel::flash2;
+    out += fmt::format(", fused attention ({}) {:.1f}% (backward {:.1f}%)", attention_kernel_name(kernel),
+                       100 * g.attention_efficiency_of(flash2, false), 100 * g.attention_efficiency_of(flash2, true));
+  }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
+  if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
   if (g.kernel_overhead > 0) out += fmt::format(", {:.1f} us a kernel", g.kernel_overhead * 1e6);
   return out + "\n";
 }
