@@ -22,9 +22,7 @@ int run_validate(const Args& args) {
     }
   }
   if (!problems.empty()) throw InputError(problems);  // every bad case file reported together
-  auto bar = progress_bar("plumb validate", "cases");
-  SuiteResult result = run_suite(cases, bar ? [&](std::size_t done, std::size_t total) { bar(done, total); }
-                                            : std::function<void(std::size_t, std::size_t)>{});
+  SuiteResult result = run_suite(cases, progress_bar("plumb validate", "cases"));
   if (args.flag("--csv")) write_file(args.value("--csv"), suite_csv(result));
   if (args.flag("--json")) std::cout << suite_json(result).dump(2) << "\n";
   else std::cout << suite_text(result, static_cast<std::size_t>(args.integer("--worst", 5, 0, 1000)));

@@ -26,6 +26,7 @@ constexpr std::array<MetricInfo, kMetrics> kMetricTable{{
     {Metric::last_stage_memory, "last_stage_memory", Dimension::bytes, true},
 }};
 
+static_assert(kMetricTable.back().metric == Metric::last_stage_memory, "one row per Metric, in its order");
 const MetricInfo& info(Metric m) { return kMetricTable[static_cast<std::size_t>(m)]; }
 
 }  // namespace

@@ -41,19 +41,27 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
   b.exposed = busiest->exposed;
   b.bubble = busiest->idle;
   const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
+  // Every dense layer is alike and so is every MoE layer (as step_costs prices them): one of each,
+  // weighted by how many the model has.
   std::array<double, 3> by_class{};
   double total = 0, kernels = 0;
-  for (std::int64_t layer = 0; layer < job.model.layers; ++layer)
+  const std::int64_t moe_layers = job.model.moe ? job.model.layers - job.model.moe->first_dense_layers : 0;
+  const std::pair<std::int64_t, double> kinds[] = {{0, static_cast<double>(job.model.layers - moe_layers)},
+                                                   {job.model.layers - 1, static_cast<double>(moe_layers)}};
+  for (const auto& [layer, count] : kinds) {
+    if (count <= 0) continue;
     for (const LayerOp& op : layer_ops(job.model, layer, ctx))
       for (int pass = 0; pass < 3; ++pass) {
-        const double t = op_time(op, pass, job.cluster.gpu, job.training).seconds;
+        const double t = count * op_time(op, pass, job.cluster.gpu, job.training).seconds;
         by_class[static_cast<std::size_t>(op.cls)] += t;
         total += t;
-        if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += 1;
+        if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += count;
       }
-  if (total > 0)
+  }
+  if (total > 0) {
     for (std::size_t i = 0; i < by_class.size(); ++i) b.compute_by_class[i] = b.compute * by_class[i] / total;
-  if (total > 0) b.kernel_overhead = b.compute * kernels * job.cluster.gpu.kernel_overhead / total;
+    b.kernel_overhead = b.compute * kernels * job.cluster.gpu.kernel_overhead / total;
+  }
   return b;
 }
 
@@ -107,7 +115,7 @@ CaseResult run_case(const PublishedCase& c) {
   return out;
 }
 
-SuiteResult run_suite(const std::vector<PublishedCase>& cases, const std::function<void(std::size_t, std::size_t)>& progress) {
+SuiteResult run_suite(const std::vector<PublishedCase>& cases, const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
   SuiteResult out;
   for (const PublishedCase& c : cases) {
     out.cases.push_back(run_case(c));

@@ -2,6 +2,7 @@
 // The published suite run: each case's scenario simulated as `plumb run` does, its prediction set
 // beside what was measured, and the errors summarised per publication and per kind of metric.
 #include <array>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -53,7 +54,7 @@ struct SuiteResult {
 // Runs every case (calling `progress` after each with how many are done); cases whose simulation
 // fails are reported with their error rather than stopping the suite.
 SuiteResult run_suite(const std::vector<PublishedCase>& cases,
-                      const std::function<void(std::size_t, std::size_t)>& progress = {});
+                      const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {});
 CaseResult run_case(const PublishedCase& c);
 
 }  // namespace plumb
