@@ -394,6 +394,60 @@ TEST_CASE("GEMMs of several K calibrate the shape model: a known model is recove
   CHECK(calibration_report(c).find("ceiling 0.700, k_overhead 300 (elements of K) on 128x128 tiles") != std::string::npos);
 }
 
+TEST_CASE("weight-gradient and grouped GEMM rows calibrate their own kernels' models, and plumb prices each GEMM by its kernel's") {
+  // Four known models, one per kernel: dense (0.7, 300), weight gradient (0.55, 500), grouped experts
+  // (0.35, 200) and their weight gradient (0.25, 400), each timed over shapes of several K.
+  auto model = [](double ceiling, double k_overhead) {
+    GemmShapeModel g;
+    g.ceiling = ceiling;
+    g.k_overhead = k_overhead;
+    return g;
+  };
+  struct Kernel {
+    GemmShapeModel truth;
+    double groups;
+    const char* pass;
+  };
+  const Kernel kernels[] = {{model(0.7, 300), 1, "forward"},
+                            {model(0.55, 500), 1, "weight_gradient"},
+                            {model(0.35, 200), 160, "forward"},
+                            {model(0.25, 400), 160, "weight_gradient"}};
+  const double shapes[][3] = {{4096, 4096, 512}, {4096, 4096, 2048}, {8192, 7168, 7168}, {154, 3072, 5120}, {5120, 3072, 154}, {512, 512, 8192}};
+  Json doc = {{"plumb_measurements", 1}, {"device", "SYNTHETIC"}, {"date", "2026-11-25"}, {"gemm", Json::array()}};
+  for (const Kernel& k : kernels)
+    for (const auto& s : shapes) {
+      const double seconds = 2 * s[0] * s[1] * s[2] * k.groups / (k.truth.efficiency(s[0], s[1], s[2], k.groups, 132) * 989.4e12);
+      Json row = {{"m", s[0]}, {"n", s[1]}, {"k", s[2]}, {"dtype", "bf16"}, {"seconds", seconds}, {"pass", k.pass}};
+      if (k.groups > 1) row["groups"] = k.groups;
+      doc["gemm"].push_back(row);
+    }
+  auto [c, calibrated] = calibrate_h100(read_measurements(doc, "kernels.json"));
+  REQUIRE(c.gemm.size() == 1);
+  REQUIRE(c.gemm[0].shape);
+  CHECK(c.gemm[0].shape->model.ceiling == doctest::Approx(0.7));
+  CHECK(c.gemm[0].points == 12);  // the table: the dense rows only
+  REQUIRE(c.gemm[0].kernels.size() == 3);
+  const GemmShapeModel* wgrad = calibrated.gemm_model_for(MathDtype::bf16, 1, true);
+  const GemmShapeModel* grouped = calibrated.gemm_model_for(MathDtype::bf16, 160, false);
+  const GemmShapeModel* grouped_wgrad = calibrated.gemm_model_for(MathDtype::bf16, 160, true);
+  REQUIRE((wgrad && grouped && grouped_wgrad));
+  CHECK(wgrad->ceiling == doctest::Approx(0.55));
+  CHECK(wgrad->k_overhead == doctest::Approx(500));
+  CHECK(grouped->ceiling == doctest::Approx(0.35));
+  CHECK(grouped->k_overhead == doctest::Approx(200));
+  CHECK(grouped_wgrad->ceiling == doctest::Approx(0.25));
+  CHECK(grouped_wgrad->k_overhead == doctest::Approx(400));
+  // Priced by kernel: a grouped forward GEMM at the grouped model's efficiency, not the dense one's.
+  CHECK(calibrated.gemm_efficiency_of(154, 3072, 5120, 160, MathDtype::bf16) ==
+        doctest::Approx(kernels[2].truth.efficiency(154, 3072, 5120, 160, 132)));
+  CHECK(calibrated.gemm_efficiency_of(154, 3072, 5120, 1, MathDtype::bf16) ==
+        doctest::Approx(kernels[0].truth.efficiency(154, 3072, 5120, 1, 132)));
+  CHECK(calibration_report(c).find("grouped.weight_gradient GEMMs (gemm_model.bf16.grouped.weight_gradient): ceiling 0.250") != std::string::npos);
+  // A pass that is not one of the three is refused with its path.
+  doc["gemm"][0]["pass"] = "backward";
+  CHECK_THROWS_WITH_AS(read_measurements(doc, "kernels.json"), doctest::Contains("/gemm/0/pass"), InputError);
+}
+
 TEST_CASE("GEMMs of one K cannot separate ceiling from overhead: the bundled shape model goes, so the fitted table decides") {
   std::vector<std::pair<BenchGemm, double>> timed;
   for (std::int64_t s : {2048, 4096, 8192, 16384}) {  // at least 132 tiles each: no split-K

@@ -18,6 +18,10 @@ std::string calibration_report(const Calibration& c) {
       out += fmt::format("GEMM efficiency by shape ({}, gemm_model): ceiling {:.3f}, k_overhead {:.0f} (elements of K) on {}x{} tiles, RMS error {:.1f}%\n",
                          math_dtype_name(g.dtype), g.shape->model.ceiling, g.shape->model.k_overhead, g.shape->model.tile_m,
                          g.shape->model.tile_n, 100 * g.shape->rms_relative_error);
+    for (const GemmFit::KernelFit& k : g.kernels)
+      out += fmt::format("  {} GEMMs (gemm_model.{}.{}): ceiling {:.3f}, k_overhead {:.0f} over {} GEMMs, RMS error {:.1f}%\n", k.kernel,
+                         math_dtype_name(g.dtype), k.kernel, k.fit.model.ceiling, k.fit.model.k_overhead, k.points,
+                         100 * k.fit.rms_relative_error);
   }
   for (const ShareFit& f : c.shares)
     out += fmt::format("{}: {:.3f} of the {} (median of {} runs, {:.3f}–{:.3f}), RMS error {:.1f}%\n", f.field, f.efficiency,
@@ -59,6 +63,10 @@ Json calibration_json(const Calibration& c) {
       fits.push_back({{"term", "gemm_model"}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"ceiling", g.shape->model.ceiling},
                       {"k_overhead", g.shape->model.k_overhead}, {"tile", {g.shape->model.tile_m, g.shape->model.tile_n}},
                       {"points", g.points}, {"rms_relative_error", g.shape->rms_relative_error}});
+    for (const GemmFit::KernelFit& k : g.kernels)
+      fits.push_back({{"term", "gemm_model." + k.kernel}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"ceiling", k.fit.model.ceiling},
+                      {"k_overhead", k.fit.model.k_overhead}, {"tile", {k.fit.model.tile_m, k.fit.model.tile_n}}, {"points", k.points},
+                      {"rms_relative_error", k.fit.rms_relative_error}});
   }
   if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
   for (const ShareFit& f : c.shares)

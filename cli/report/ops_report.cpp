@@ -62,7 +62,7 @@ Json ops_report_json(const Job& job) {
     stages.push_back(std::move(stage));
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient where it has one), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; attention_flash2_efficiency and attention_flash2_backward_efficiency under attention_kernel flash2), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
+          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient, and its grouped model for grouped expert GEMMs, where it has them), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; attention_flash2_efficiency and attention_flash2_backward_efficiency under attention_kernel flash2), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
           {"stages", stages}};
 }
 
@@ -71,8 +71,11 @@ namespace {
 // How the table prices GEMMs: the flat tables, or the shape model (and a weight-gradient kernel's own).
 std::string_view gemm_pricing(const GpuSpec& gpu, MathDtype dtype) {
   if (gpu.gemm_model.empty()) return "its fp8 table for fp8 GEMMs";
-  if (!gpu.gemm_model_weight_gradient.count(dtype)) return "by shape: tiles, waves and K";
-  return "by shape: tiles, waves and K; dW by its weight-gradient kernel's";
+  const bool wgrad = gpu.gemm_model_weight_gradient.count(dtype) > 0, grouped = gpu.gemm_model_grouped.count(dtype) > 0;
+  if (wgrad && grouped) return "by shape: tiles, waves and K; dW and grouped experts by their kernels'";
+  if (grouped) return "by shape: tiles, waves and K; grouped experts by their kernel's";
+  if (wgrad) return "by shape: tiles, waves and K; dW by its weight-gradient kernel's";
+  return "by shape: tiles, waves and K";
 }
 
 }  // namespace

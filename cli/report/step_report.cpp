@@ -55,7 +55,12 @@ std::string pricing_text(const Job& job) {
   }
   out += fmt::format("kernels            {} ({}): GEMMs", g.id, g.name);
   for (const auto& [dtype, model] : g.gemm_model)
-    out += fmt::format(" {} by shape (ceiling {:.1f}% of peak)", dtype == MathDtype::fp8 ? "fp8" : "bf16", 100 * model.ceiling);
+  {
+    out += fmt::format(" {} by shape (ceiling {:.1f}% of peak", math_dtype_name(dtype), 100 * model.ceiling);
+    if (auto grouped = g.gemm_model_grouped.find(dtype); grouped != g.gemm_model_grouped.end())
+      out += fmt::format("; grouped {:.1f}%", 100 * grouped->second.ceiling);
+    out += ")";
+  }
   if (g.gemm_model.empty() && !g.gemm_efficiency.empty()) out += fmt::format(" at {:.1f}% of peak", 100 * g.gemm_efficiency.back().second);
   const AttentionKernel kernel = job.training.attention_kernel;
   if (fused_attention(kernel) && g.attention_efficiency) {

@@ -86,11 +86,22 @@ double GemmShapeModel::efficiency(double m, double n, double k, double groups, s
   return t.k_steps > 0 ? ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy : ceiling;
 }
 
+const GemmShapeModel* GpuSpec::gemm_model_for(MathDtype dtype, double groups, bool weight_gradient) const {
+  auto find = [dtype](const std::map<MathDtype, GemmShapeModel>& models) -> const GemmShapeModel* {
+    auto it = models.find(dtype);
+    return it == models.end() ? nullptr : &it->second;
+  };
+  const GemmShapeModel* model = nullptr;
+  if (groups > 1) {
+    if (weight_gradient) model = find(gemm_model_grouped_weight_gradient);
+    if (!model) model = find(gemm_model_grouped);
+  }
+  if (!model && weight_gradient) model = find(gemm_model_weight_gradient);
+  return model ? model : find(gemm_model);
+}
+
 double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient) const {
-  if (weight_gradient)
-    if (auto it = gemm_model_weight_gradient.find(dtype); it != gemm_model_weight_gradient.end())
-      return it->second.efficiency(m, n, k, groups, sms);
-  if (auto it = gemm_model.find(dtype); it != gemm_model.end()) return it->second.efficiency(m, n, k, groups, sms);
+  if (const GemmShapeModel* model = gemm_model_for(dtype, groups, weight_gradient)) return model->efficiency(m, n, k, groups, sms);
   return gemm_efficiency_at(2 * m * n * k * groups, dtype);
 }
 
@@ -141,8 +152,17 @@ GemmShapeModel read_gemm_model(ObjectReader& m) {
   return model;
 }
 
-// {"bf16": {"ceiling", "k_overhead", "tile": [m, n], "weight_gradient": {…}?}, "fp8": {...}}: a dtype the
-// GPU has a peak for.
+// The model's "weight_gradient" {"ceiling", "k_overhead", "tile"}, if any, into `out`.
+void read_weight_gradient_model(ObjectReader& m, MathDtype d, std::map<MathDtype, GemmShapeModel>& out) {
+  const Json* wgrad = m.child("weight_gradient", Need::optional);
+  if (!wgrad) return;
+  ObjectReader w(*wgrad, m.pointer("weight_gradient"), m.source());
+  if (w.is_object()) out[d] = read_gemm_model(w);
+  w.finish();
+}
+
+// {"bf16": {"ceiling", "k_overhead", "tile": [m, n], "weight_gradient": {…}?, "grouped": {…, "weight_gradient"?}?},
+// "fp8": {...}}: a dtype the GPU has a peak for.
 void read_gemm_models(ObjectReader& r, GpuSpec& g) {
   const Json* models = r.child("gemm_model", Need::optional);
   if (!models) return;
@@ -158,10 +178,15 @@ void read_gemm_models(ObjectReader& r, GpuSpec& g) {
     ObjectReader m(*node, mr.pointer(math_dtype_name(d)), r.source());
     g.gemm_model[d] = read_gemm_model(m);
     // A different kernel for the weight gradient (DeepGEMM's, for one): its own constants.
-    if (const Json* wgrad = m.child("weight_gradient", Need::optional)) {
-      ObjectReader w(*wgrad, m.pointer("weight_gradient"), r.source());
-      if (w.is_object()) g.gemm_model_weight_gradient[d] = read_gemm_model(w);
-      w.finish();
+    read_weight_gradient_model(m, d, g.gemm_model_weight_gradient);
+    // Grouped (expert) GEMMs through another kernel, with its own weight-gradient one where it differs.
+    if (const Json* grouped = m.child("grouped", Need::optional)) {
+      ObjectReader gr(*grouped, m.pointer("grouped"), r.source());
+      if (gr.is_object()) {
+        g.gemm_model_grouped[d] = read_gemm_model(gr);
+        read_weight_gradient_model(gr, d, g.gemm_model_grouped_weight_gradient);
+      }
+      gr.finish();
     }
     m.finish();
   }

@@ -58,8 +58,13 @@ struct GpuSpec {
   std::map<MathDtype, GemmShapeModel> gemm_model;
   // Where the weight gradient runs another kernel (gemm_model.<dtype>.weight_gradient): its model.
   std::map<MathDtype, GemmShapeModel> gemm_model_weight_gradient;
-  // The shape model's efficiency where the dtype has one (the weight-gradient one for that pass, where
-  // the profile has it), else the table's for the GEMMs' FLOPs.
+  // Where grouped (expert) GEMMs run another kernel (gemm_model.<dtype>.grouped, and its own
+  // weight_gradient): their models. Absent: the dense models price them, tiling all groups at once.
+  std::map<MathDtype, GemmShapeModel> gemm_model_grouped, gemm_model_grouped_weight_gradient;
+  // The shape model that prices `groups` GEMMs of the dtype in a pass (the grouped kernel's for
+  // groups > 1 and the weight-gradient one for that pass, where the profile has them); none: the table.
+  const GemmShapeModel* gemm_model_for(MathDtype dtype, double groups, bool weight_gradient) const;
+  // The shape model's efficiency where the dtype has one, else the table's for the GEMMs' FLOPs.
   double gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient = false) const;
   // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
   // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -53,6 +54,10 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
       g.dtype = row.choice<MathDtype>("dtype", Need::required, {{"bf16", MathDtype::bf16}, {"fp8", MathDtype::fp8}, {"tf32", MathDtype::tf32}, {"fp32", MathDtype::fp32}})
                     .value_or(MathDtype::bf16);
       g.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+      g.groups = static_cast<double>(row.integer("groups", Need::optional, 1, 1'000'000).value_or(1));
+      g.weight_gradient = row.choice<bool>("pass", Need::optional,
+                                           {{"forward", false}, {"input_gradient", false}, {"weight_gradient", true}})
+                              .value_or(false);
       row.string("what", Need::optional);
       m.gemm.push_back(g);
     });
@@ -144,44 +149,70 @@ double fit_kernel_overhead(Calibration& c, const std::vector<Measurements>& meas
   return overhead;
 }
 
+// The fitted model's figures as the profile holds them (gemm_model.<dtype>, or one of its kernels).
+void write_shape_model(Json& node, const GemmShapeModel& s) {
+  node["ceiling"] = std::round(s.ceiling * 1000) / 1000;
+  node["k_overhead"] = std::round(s.k_overhead);
+  node["tile"] = {s.tile_m, s.tile_n};
+}
+
 // GEMM efficiency tables (and shape models) from the GEMMs' times less the launch overhead.
 void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurements>& measured, double overhead,
                const std::string& files) {
-  // One efficiency table per dtype the GPU has a peak for: bf16 GEMMs set gemm_efficiency, fp8 ones
-  // (against the fp8 peak) gemm_efficiency_fp8; and, where the GEMMs span several K, gemm_model.<dtype>.
+  // One efficiency table per dtype the GPU has a peak for, from its dense GEMMs: bf16 GEMMs set
+  // gemm_efficiency, fp8 ones (against the fp8 peak) gemm_efficiency_fp8; and, where the GEMMs span
+  // several K, gemm_model.<dtype> (forward and input-gradient GEMMs), with its weight_gradient, grouped
+  // and grouped.weight_gradient models where the measurements hold those kernels.
   std::string shape_sources;
   std::set<std::string> refitted;  // dtypes whose gemm_model the measurements fitted
   for (auto [dtype, field] : {std::pair{MathDtype::bf16, "gemm_efficiency"}, std::pair{MathDtype::fp8, "gemm_efficiency_fp8"}}) {
     if (!gpu.peak_dense.count(dtype)) continue;
     std::vector<double> flops, efficiency;
-    std::vector<GemmShapePoint> shapes;
+    std::map<std::string, std::vector<GemmShapePoint>> kernels;  // "" the dense forward/input-gradient GEMMs
     for (const Measurements& m : measured)
       for (const GemmMeasurement& g : m.gemm) {
         if (g.dtype != dtype) continue;
+        const double e = g.flops() / std::max(g.seconds - overhead, 0.05 * g.seconds) / gpu.peak_dense.at(dtype);
+        const std::string kernel = std::string(g.groups > 1 ? "grouped" : "") + (g.groups > 1 && g.weight_gradient ? "." : "") +
+                                   (g.weight_gradient ? "weight_gradient" : "");
+        kernels[kernel].push_back({g.m, g.n, g.k, g.groups, e});
+        if (g.groups > 1) continue;
         flops.push_back(g.flops());
-        efficiency.push_back(g.flops() / std::max(g.seconds - overhead, 0.05 * g.seconds) / gpu.peak_dense.at(dtype));
-        shapes.push_back({g.m, g.n, g.k, 1.0, efficiency.back()});
+        efficiency.push_back(e);
       }
     if (flops.size() < 2) continue;
     GemmFit f;
-    f.shape = fit_shape(shapes, gpu, dtype);
-    if (!f.shape && c.profile.contains("gemm_model") && c.profile["gemm_model"].contains(math_dtype_name(dtype))) {
+    const std::string name(math_dtype_name(dtype));
+    f.shape = fit_shape(kernels[""], gpu, dtype);
+    if (!f.shape && c.profile.contains("gemm_model") && c.profile["gemm_model"].contains(name)) {
       // The bundled shape model would outrank the table fitted here: it goes, so the measurements decide.
-      c.profile["gemm_model"].erase(std::string(math_dtype_name(dtype)));
+      c.profile["gemm_model"].erase(name);
       if (c.profile["gemm_model"].empty()) {
         c.profile.erase("gemm_model");
         c.profile["sources"].erase("gemm_model");
       }
     }
+    auto describe = [&](const std::string& kernel, const GemmShapeFit& fit, std::size_t points) {
+      const GemmShapeModel& s = fit.model;
+      shape_sources += fmt::format("{}{}{}: {}", shape_sources.empty() ? "" : "; ", name, kernel.empty() ? "" : "." + kernel,
+                                   fit_source(fmt::format("{} {}GEMMs by shape on {}x{} tiles, ceiling {:.3f}, k_overhead {:.0f} (elements of K)", name,
+                                                          kernel.empty() ? "" : kernel + " ", s.tile_m, s.tile_n, s.ceiling, s.k_overhead),
+                                              files, points, fit.rms_relative_error));
+    };
     if (f.shape) {
-      const GemmShapeModel& s = f.shape->model;
-      const std::string name(math_dtype_name(dtype));
       refitted.insert(name);
-      c.profile["gemm_model"][name] = {{"ceiling", std::round(s.ceiling * 1000) / 1000}, {"k_overhead", std::round(s.k_overhead)}, {"tile", {s.tile_m, s.tile_n}}};
-      shape_sources += fmt::format("{}{}: {}", shape_sources.empty() ? "" : "; ", name,
-                                   fit_source(fmt::format("{} GEMMs by shape on {}x{} tiles, ceiling {:.3f}, k_overhead {:.0f} (elements of K)", name,
-                                                          s.tile_m, s.tile_n, s.ceiling, s.k_overhead),
-                                              files, shapes.size(), f.shape->rms_relative_error));
+      write_shape_model(c.profile["gemm_model"][name], f.shape->model);
+      describe("", *f.shape, kernels[""].size());
+      for (const char* kernel : {"weight_gradient", "grouped", "grouped.weight_gradient"}) {
+        const std::vector<GemmShapePoint>& points = kernels[kernel];
+        std::optional<GemmShapeFit> fit = points.empty() ? std::nullopt : fit_shape(points, gpu, dtype);
+        if (!fit) continue;
+        Json& node = std::string(kernel) == "grouped.weight_gradient" ? c.profile["gemm_model"][name]["grouped"]["weight_gradient"]
+                                                                       : c.profile["gemm_model"][name][kernel];
+        write_shape_model(node, fit->model);
+        describe(kernel, *fit, points.size());
+        f.kernels.push_back({kernel, *fit, points.size()});
+      }
     }
     f.dtype = dtype;
     f.field = field;

@@ -15,16 +15,20 @@
 namespace plumb {
 
 // plumb's own measurement file (plumb-validate bench writes it; small JSON with device and date):
-// {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds"}],
+// {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds", "groups"?, "pass"?}],
 //  "memory": [{"kernel", "bytes", "seconds"}], "attention": [{"batch_heads", "seq", "d_qk", "d_v",
 //  "causal", "forward_seconds", "backward_seconds"}], "launch": {"kernels", "seconds_per_kernel"}} —
 // `bytes` read and written by a streaming kernel; `attention` the flash kernel's passes;
-// `launch` back-to-back empty kernels, each's share of the time.
+// `launch` back-to-back empty kernels, each's share of the time. A GEMM row of `groups` > 1 is a
+// grouped (expert) GEMM of that many m × n × k products; `pass` "weight_gradient" marks the weight
+// gradient's GEMM (its own kernel in some frameworks: accumulating into fp32), "forward" (the default)
+// and "input_gradient" the others.
 struct GemmMeasurement {
-  double m = 0, n = 0, k = 0;
+  double m = 0, n = 0, k = 0, groups = 1;
   MathDtype dtype = MathDtype::bf16;
+  bool weight_gradient = false;
   double seconds = 0;
-  double flops() const { return 2 * m * n * k; }
+  double flops() const { return 2 * m * n * k * groups; }
 };
 struct MemoryMeasurement {
   std::string kernel;
@@ -65,7 +69,15 @@ struct GemmFit {
   EfficiencyCurve curve;
   std::vector<std::pair<double, double>> table;  // the profile's new rows for `field`
   std::size_t points = 0;
-  std::optional<GemmShapeFit> shape;  // gemm_model.<dtype>, when the GEMMs span several K
+  std::optional<GemmShapeFit> shape;  // gemm_model.<dtype>, when the dense GEMMs span several K
+  // The other kernels' models the measurements held (each over several K): "weight_gradient",
+  // "grouped", "grouped.weight_gradient" under gemm_model.<dtype>.
+  struct KernelFit {
+    std::string kernel;
+    GemmShapeFit fit;
+    std::size_t points = 0;
+  };
+  std::vector<KernelFit> kernels;
 };
 
 // A figure set to the median of measured shares, with their spread: streaming kernels' share of the
