@@ -1,8 +1,6 @@
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "models/input/catalogue.hpp"
@@ -13,11 +11,11 @@ namespace plumb::cli {
 namespace {
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError({Diagnostic{path, "", "cannot read this file"}});
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  Diagnostics d;
+  SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};
+  std::optional<std::string> text = read_input_text(path, src);
+  d.throw_if_any();
+  return text.value_or("");
 }
 
 Json read_json(const std::string& path) {

@@ -15,7 +15,7 @@ std::pair<GpuSpec, FabricSpec> hardware(const Args& args) {
   SourceFile src{"--cluster", std::filesystem::current_path(), &diagnostics, {}};
   std::string ref = args.value("--cluster", "dgx-h100-ndr");
   std::string gpu_ref = args.value("--gpu", args.flag("--cluster") ? "" : "h100-sxm");  // the default cluster is a DGX H100
-  if (ref.ends_with(".json") && std::filesystem::is_regular_file(ref)) {
+  if (ref.ends_with(".json") && is_file(ref)) {
     Json doc = load_json_file(ref, src);
     if (doc.is_object() && doc.contains("fabric")) {
       std::optional<Cluster> c = read_cluster(Json(ref), "", src);

@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "models/input/diagnostics.hpp"
+#include "sim/time.hpp"
 
 #ifndef PLUMB_VERSION
 #define PLUMB_VERSION "unknown"
@@ -82,6 +83,10 @@ int dispatch(const std::vector<std::string>& argv) {
       return kBadInput;
     } catch (const UsageError& e) {
       std::cerr << fmt::format("plumb {}: {}\n(see plumb {} --help)\n", c->spec.name, e.what(), c->spec.name);
+      return kBadInput;
+    } catch (const plumb::sim::LimitError& e) {  // the inputs ask for more than one simulation may take
+      const std::vector<std::string> files = Args(c->spec, rest).positionals();
+      std::cerr << fmt::format("plumb {}: {}{}\n", c->spec.name, files.empty() ? "" : files.front() + ": ", e.what());
       return kBadInput;
     }
   }

@@ -197,7 +197,7 @@ class Engine {
           gpus_[static_cast<std::size_t>(gpu)].port.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});
           mark(gpu);
         } else if (g_.hold_sms(t) > 0 || g_.work(t) == 0) {
-          push(now_ + g_.work(t), t, EventKind::finish);
+          push(later(now_, g_.work(t)), t, EventKind::finish);
         } else {
           gpus_[static_cast<std::size_t>(gpu)].fluid.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});
           mark(gpu);
@@ -250,7 +250,7 @@ class Engine {
         Time latency = network_->latency(f);
         network_->stop(f, now_);
         release_stream(t);
-        push(now_ + latency, t, EventKind::finish);
+        push(later(now_, latency), t, EventKind::finish);
         break;
       }
     }
@@ -327,7 +327,11 @@ class Engine {
       f.last = now_;
       f.speed = speed;
       std::uint32_t version = ++st_[f.task].version;
-      if (speed > 0) push(now_ + static_cast<Time>(std::ceil(f.remaining / speed)), f.task, EventKind::compute_done, version);
+      if (speed > 0) {
+        const double picos = std::ceil(f.remaining / speed);
+        check_duration(picos * kSecondsPerPico, "an op at its share of the SMs");
+        push(later(now_, static_cast<Time>(picos)), f.task, EventKind::compute_done, version);
+      }
     }
   }
 

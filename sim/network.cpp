@@ -113,7 +113,7 @@ void Network::recompute(Time now) {
   }
   for (FlowId id : active_) {
     Flow& f = flows_[id];
-    Time end = f.remaining <= 0 ? now : now + from_seconds(f.remaining / f.rate);
+    Time end = f.remaining <= 0 ? now : later(now, from_seconds(f.remaining / f.rate));
     if (end != f.end) {
       f.end = end;
       ++f.version;

@@ -354,7 +354,9 @@ int collectives(const Args& args) {
   }
   char host[256] = "localhost";
   gethostname(host, sizeof host - 1);
-  std::filesystem::create_directories(args.value("--out-dir"));
+  std::error_code made;
+  std::filesystem::create_directories(args.value("--out-dir"), made);
+  if (made) throw UsageError(fmt::format("--out-dir {}: cannot create it ({})", args.value("--out-dir"), made.message()));
   for (const auto& [name, op] : ops) {
     if (which != "all" && which != name) continue;
     std::vector<kernels::NcclTiming> t = kernels::time_nccl(op.first, ids, min_bytes, max_bytes, 5, iters);

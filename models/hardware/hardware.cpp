@@ -321,10 +321,12 @@ bool is_fabric_profile(const std::filesystem::path& path) {
 std::optional<ProfileRef> find_profile_file(const std::string& ref) {
   for (auto [folder, fabric] : {std::pair{kGpuProfiles, false}, std::pair{kFabricProfiles, true}}) {
     std::filesystem::path p = data_dir() / folder / (ref + ".json");
-    if (ref.find('/') == std::string::npos && std::filesystem::exists(p)) return ProfileRef{p, fabric};
+    if (ref.find('/') == std::string::npos && path_exists(p)) return ProfileRef{p, fabric};
   }
-  if (!std::filesystem::exists(ref)) return std::nullopt;
-  return ProfileRef{std::filesystem::absolute(ref), is_fabric_profile(ref)};
+  if (!path_exists(ref)) return std::nullopt;
+  std::error_code ec;
+  std::filesystem::path absolute = std::filesystem::absolute(ref, ec);
+  return ProfileRef{ec ? std::filesystem::path(ref) : absolute, is_fabric_profile(ref)};
 }
 
 std::vector<std::string> profile_names() {

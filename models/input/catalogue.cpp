@@ -16,6 +16,16 @@ std::filesystem::path data_dir() {
   return PLUMB_SOURCE_DIR;
 }
 
+bool is_file(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(p, ec);
+}
+
+bool path_exists(const std::filesystem::path& p) {
+  std::error_code ec;
+  return std::filesystem::exists(p, ec);
+}
+
 std::vector<std::string> catalogue_names(const std::string& folder) {
   std::vector<std::string> names;
   std::error_code ec;
@@ -35,7 +45,7 @@ std::optional<std::filesystem::path> resolve_reference(const std::string& ref, c
   bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".json");
   if (is_path) return resolve_path(ref, what, pointer, from);
   std::filesystem::path p = data_dir() / folder / (ref + ".json");
-  if (std::filesystem::is_regular_file(p)) return p;
+  if (is_file(p)) return p;
   std::vector<std::string> names = catalogue_names(folder);
   std::string hint = nearest_word(ref, names);
   from.error(pointer, fmt::format("unknown {} \"{}\"{}; bundled: {} (or give a path to a .json file)", what, ref,
@@ -47,7 +57,7 @@ std::optional<std::filesystem::path> resolve_path(const std::string& ref, const 
                                                   const std::string& pointer, const SourceFile& from) {
   std::filesystem::path p(ref);
   if (p.is_relative()) p = from.dir / p;
-  if (!std::filesystem::is_regular_file(p)) {
+  if (!is_file(p)) {
     from.error(pointer, fmt::format("{} file \"{}\" not found (looked for {})", what, ref, p.string()));
     return std::nullopt;
   }

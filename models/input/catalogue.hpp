@@ -20,6 +20,12 @@ inline constexpr const char* kGpuProfiles = "hw_profiles/gpus";
 inline constexpr const char* kFabricProfiles = "hw_profiles/fabrics";
 inline constexpr const char* kFrameworks = "frameworks";
 
+// Whether `p` names a regular file / anything, without throwing: a path the system refuses (too long,
+// a component that is not a folder, no permission) is simply not there, so its reader reports it as
+// a missing file with the path it looked for.
+bool is_file(const std::filesystem::path& p);
+bool path_exists(const std::filesystem::path& p);
+
 // Names (file stems) in a catalogue folder, sorted.
 std::vector<std::string> catalogue_names(const std::string& folder);
 

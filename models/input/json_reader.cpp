@@ -39,7 +39,34 @@ std::pair<std::size_t, std::size_t> line_column(const std::string& text, std::si
 
 }  // namespace
 
+std::optional<std::size_t> json_nesting_beyond(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 Json parse_json_text(const std::string& text, const SourceFile& src) {
+  // Nesting is refused before parsing, so a hostile file costs one pass over its bytes.
+  if (std::optional<std::size_t> at = json_nesting_beyond(text, kMaxJsonNesting)) {
+    auto [line, column] = line_column(text, *at);
+    src.error("", fmt::format("JSON nested deeper than {} levels at line {}, column {}: plumb's inputs need a few; flatten it",
+                              kMaxJsonNesting, line, column));
+    return Json(Json::value_t::discarded);
+  }
   // nlohmann keeps the last of duplicate keys silently; a strict reader reports them, at their pointer.
   struct Open {
     bool object;
@@ -94,15 +121,34 @@ Json parse_json_text(const std::string& text, const SourceFile& src) {
   }
 }
 
-Json load_json_file(const std::filesystem::path& path, const SourceFile& src) {
+std::optional<std::string> read_input_text(const std::filesystem::path& path, const SourceFile& src) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     src.error("", "cannot read the file (does it exist?)");
-    return Json(Json::value_t::discarded);
+    return std::nullopt;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_json_text(buffer.str(), src);
+  // Read in pieces up to the limit, so that a device or an endless pipe costs no more than it.
+  std::string text;
+  std::vector<char> piece(1 << 20);
+  while (in) {
+    in.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    text.append(piece.data(), static_cast<std::size_t>(in.gcount()));
+    if (static_cast<double>(text.size()) > kMaxInputBytes) {
+      src.error("", fmt::format("larger than the {:.0f} MiB plumb reads from one input file; is it the right file?", kMaxInputBytes / (1 << 20)));
+      return std::nullopt;
+    }
+  }
+  if (in.bad()) {
+    src.error("", "cannot read the file (is it a folder?)");
+    return std::nullopt;
+  }
+  return text;
+}
+
+Json load_json_file(const std::filesystem::path& path, const SourceFile& src) {
+  std::optional<std::string> text = read_input_text(path, src);
+  if (!text) return Json(Json::value_t::discarded);
+  return parse_json_text(*text, src);
 }
 
 std::string json_brief(const Json& value) {

@@ -29,10 +29,19 @@ struct SourceFile {
   void error(const std::string& pointer, std::string message) const;
 };
 
+// The whole of an input file, at most kMaxInputBytes; an unreadable or larger file is a diagnostic.
+inline constexpr double kMaxInputBytes = 256.0 * (1 << 20);
+std::optional<std::string> read_input_text(const std::filesystem::path& path, const SourceFile& src);
+
 // Reads and parses a JSON file; malformed JSON, duplicate keys and unreadable files become
 // diagnostics, and the result is then a discarded value.
 Json load_json_file(const std::filesystem::path& path, const SourceFile& src);
 Json parse_json_text(const std::string& text, const SourceFile& src);
+// Arrays and objects nest at most this deep in any input (plumb's own formats use fewer than ten).
+inline constexpr int kMaxJsonNesting = 256;
+// The byte offset where `text` first opens its (limit + 1)-th level of nesting, outside strings; none
+// when it stays within `limit`.
+std::optional<std::size_t> json_nesting_beyond(const std::string& text, int limit);
 
 enum class Need { required, optional };
 

@@ -16,6 +16,10 @@ void apply_override(Json& doc, const std::string& assignment, SourceFile& src) {
     return;
   }
   std::string path = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+  if (json_nesting_beyond(text, kMaxJsonNesting)) {
+    src.diagnostics->add("--set", "", fmt::format("the value of {} nests deeper than {} levels", path, kMaxJsonNesting));
+    return;
+  }
   Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (value.is_discarded()) value = text;  // bare words are strings: --set parallel.schedule=1f1b
   Json* node = &doc;

@@ -200,7 +200,10 @@ class UnitOps final : public PipelineHooks {
     run_.task_op.emplace_back(-1, 0);
     return std::pair{send, send};
   }
-  static sim::Time ticks(double units) { return static_cast<sim::Time>(std::llround(units * kPicosPerCostUnit)); }
+  static sim::Time ticks(double units) {
+    sim::check_duration(units * kPicosPerCostUnit * sim::kSecondsPerPico, "an op");
+    return static_cast<sim::Time>(std::llround(units * kPicosPerCostUnit));
+  }
 
   std::vector<sim::StreamId> compute, links;
 

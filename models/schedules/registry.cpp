@@ -170,10 +170,26 @@ std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, const Sch
 std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, const ScheduleShape& shape) {
   const ScheduleFamily& f = schedule_family(s);
   std::vector<ScheduleViolation> v;
+  // Size first: the ops are counted before any is made, so an absurd shape costs nothing.
+  const double ops = schedule_op_estimate(s, shape);
+  if (ops > kMaxScheduleOps) {
+    v.push_back({"micro_batch", fmt::format("{} stages × {} micro-batches make {:.3g} pipeline ops, more than the {:.0e} plumb "
+                                            "simulates in one step (each op costs ~2.6 KB in the step's task graph): "
+                                            "fewer micro-batches per step or fewer stages",
+                                            stage_count(f.layout, shape.ranks, shape.vp), shape.microbatches, ops, kMaxScheduleOps)});
+    return v;
+  }
   if (!f.interleaves && shape.vp != 1)
     v.push_back({"vp", fmt::format("vp {} applies only to the interleaved schedule; {} needs vp 1", shape.vp, f.name)});
   f.constraints(shape, v);
   return v;
+}
+
+double schedule_op_estimate(ScheduleKind kind, const ScheduleShape& shape) {
+  const ScheduleFamily& f = schedule_family(kind);
+  // Every (micro-batch, stage) runs a forward and a backward, and a W apart where the family splits them.
+  return static_cast<double>(stage_count(f.layout, shape.ranks, shape.vp)) * static_cast<double>(shape.microbatches) *
+         (f.splits_backward ? 3.0 : 2.0);
 }
 
 PipelineSchedule schedule_for(ScheduleKind kind, const ScheduleShape& shape, const OpTimes& op_times) {

@@ -64,7 +64,13 @@ double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, const Sc
 // Peak in-flight micro-batches per stage held by rank r, aligned with stages_of_rank.
 std::vector<double> inflight_per_stage(ScheduleKind s, std::int64_t r, const ScheduleShape& shape);
 
+// Its family's constraints, and the size limit below (reported against "micro_batch").
 std::vector<ScheduleViolation> schedule_constraint_violations(ScheduleKind s, const ScheduleShape& shape);
+
+// Pipeline ops a schedule of `kind` holds at `shape` (F and B per micro-batch and stage, W where the
+// family splits it off), counted without building it; and the most plumb builds for one step.
+double schedule_op_estimate(ScheduleKind kind, const ScheduleShape& shape);
+inline constexpr double kMaxScheduleOps = 4e6;
 
 // The schedule of `kind` at `shape`, its ops ordered for `op_times` where the family's order depends on
 // them (equal times by default). Throws ScheduleError naming the first violated constraint.

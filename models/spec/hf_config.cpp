@@ -11,13 +11,22 @@ namespace {
 
 enum class Family { llama, mixtral, qwen2_moe, qwen3, qwen3_moe, qwen2, deepseek };
 
+// Every value the reader takes goes through these checked accessors: a key of the wrong type, or a
+// size beyond what plumb can simulate, is an error naming the key (other keys are not read).
 struct HfReader {
   const Json& doc;
   const SourceFile& src;
 
-  std::int64_t integer(const char* key, std::optional<std::int64_t> fallback = std::nullopt) const {
-    if (doc.contains(key) && doc[key].is_number_integer() && doc[key].get<std::int64_t>() >= 0)
-      return doc[key].get<std::int64_t>();
+  std::int64_t integer(const char* key, std::optional<std::int64_t> fallback = std::nullopt, std::int64_t max = kMaxModelDim) const {
+    if (doc.contains(key) && doc[key].is_number_integer()) {
+      const Json& v = doc[key];
+      const bool negative = v.is_number_integer() && !v.is_number_unsigned() && v.get<std::int64_t>() < 0;
+      const bool too_large = v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(max) : v.get<std::int64_t>() > max;
+      if (!negative && !too_large) return v.get<std::int64_t>();
+      src.error(json_pointer_append("", key), negative ? fmt::format("expected a non-negative whole number, found {}", json_brief(v))
+                                                       : fmt::format("{} is larger than plumb simulates (at most {})", json_brief(v), max));
+      return fallback.value_or(1);
+    }
     if (doc.contains(key) && !doc[key].is_null())
       src.error(json_pointer_append("", key), fmt::format("expected a non-negative whole number, found {}", json_brief(doc[key])));
     else if (!fallback)
@@ -25,7 +34,16 @@ struct HfReader {
     return fallback.value_or(1);
   }
   bool flag(const char* key, bool fallback) const {
-    return doc.contains(key) && doc[key].is_boolean() ? doc[key].get<bool>() : fallback;
+    if (!doc.contains(key) || doc[key].is_null()) return fallback;
+    if (doc[key].is_boolean()) return doc[key].get<bool>();
+    src.error(json_pointer_append("", key), fmt::format("expected true or false, found {}", json_brief(doc[key])));
+    return fallback;
+  }
+  std::string text(const char* key, std::string fallback) const {
+    if (!doc.contains(key) || doc[key].is_null()) return fallback;
+    if (doc[key].is_string()) return doc[key].get<std::string>();
+    src.error(json_pointer_append("", key), fmt::format("expected a string, found {}", json_brief(doc[key])));
+    return fallback;
   }
 };
 
@@ -43,7 +61,10 @@ std::optional<Family> family_of(const std::string& model_type) {
 void require_every_layer_sparse(const HfReader& hf, const char* step_key) {
   if (hf.doc.contains(step_key) && hf.doc[step_key] != 1)
     hf.src.error(json_pointer_append("", step_key), "only every-layer MoE (1) is modelled");
-  if (hf.doc.contains("mlp_only_layers") && hf.doc["mlp_only_layers"].is_array() && !hf.doc["mlp_only_layers"].empty())
+  if (!hf.doc.contains("mlp_only_layers") || hf.doc["mlp_only_layers"].is_null()) return;
+  if (!hf.doc["mlp_only_layers"].is_array())
+    hf.src.error("/mlp_only_layers", fmt::format("expected a list of layer numbers, found {}", json_brief(hf.doc["mlp_only_layers"])));
+  else if (!hf.doc["mlp_only_layers"].empty())
     hf.src.error("/mlp_only_layers", "dense layers interleaved among MoE layers are not modelled");
 }
 
@@ -59,7 +80,9 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
     file.error("", "expected a Hugging Face config object");
     return std::nullopt;
   }
-  std::string model_type = doc.value("model_type", std::string{});
+  HfReader hf{doc, file};
+  std::string model_type = hf.text("model_type", "");
+  if (from.diagnostics->size() != errors_before) return std::nullopt;
   std::optional<Family> family = family_of(model_type);
   if (!family) {
     file.error("/model_type", fmt::format("model_type \"{}\" is not supported; plumb reads llama, mistral, mixtral, "
@@ -67,17 +90,16 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
                                           "(referenced from {}: {})", model_type, from.name, pointer));
     return std::nullopt;
   }
-  HfReader hf{doc, file};
   ModelSpec m;
-  m.name = doc.value("_name_or_path", path.parent_path().filename().string());
+  m.name = hf.text("_name_or_path", path.parent_path().filename().string());
   m.display_name = m.name;
   m.source = fmt::format("Hugging Face config {}", file.name);
   m.hidden = hf.integer("hidden_size");
-  m.layers = hf.integer("num_hidden_layers");
-  m.vocab = hf.integer("vocab_size");
-  m.max_seq = hf.integer("max_position_embeddings", 0);
+  m.layers = hf.integer("num_hidden_layers", std::nullopt, kMaxModelLayers);
+  m.vocab = hf.integer("vocab_size", std::nullopt, kMaxModelVocab);
+  m.max_seq = hf.integer("max_position_embeddings", 0, kMaxModelVocab);
   m.tied_embeddings = hf.flag("tie_word_embeddings", false);
-  m.mlp = {MlpKind::swiglu, hf.integer("intermediate_size", 0)};
+  m.mlp = {MlpKind::swiglu, hf.integer("intermediate_size", 0, 100 * kMaxModelDim)};
   AttentionSpec& a = m.attention;
   a.heads = hf.integer("num_attention_heads");
   if (*family == Family::deepseek) {
@@ -94,13 +116,13 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
     e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
     e.shared_experts = hf.integer("n_shared_experts", 0);
     e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
-    e.first_dense_layers = hf.integer("first_k_dense_replace", 0);
-    e.router_bias = doc.value("topk_method", std::string{}) == "noaux_tc";  // e_score_correction_bias
+    e.first_dense_layers = hf.integer("first_k_dense_replace", 0, kMaxModelLayers);
+    e.router_bias = hf.text("topk_method", "") == "noaux_tc";  // e_score_correction_bias
     // Group-limited routing (n_group/topk_group); DeepSeek-V3 sizes its EP groups so a group is a node.
     if (hf.integer("n_group", 1) > 1) e.max_nodes = hf.integer("topk_group", 0);
     require_every_layer_sparse(hf, "moe_layer_freq");
     m.moe = e;
-    m.mtp_depth = hf.integer("num_nextn_predict_layers", 0);
+    m.mtp_depth = hf.integer("num_nextn_predict_layers", 0, 16);
   } else {
     a.kv_heads = hf.integer("num_key_value_heads", a.heads);
     a.kind = a.kv_heads == a.heads ? AttentionKind::mha : AttentionKind::gqa;

@@ -7,9 +7,9 @@
 namespace plumb {
 namespace {
 
-constexpr std::int64_t kMaxDim = 1'000'000;       // hidden sizes, heads, ranks
-constexpr std::int64_t kMaxLayers = 10'000;
-constexpr std::int64_t kMaxVocab = 100'000'000;
+constexpr std::int64_t kMaxDim = kMaxModelDim;
+constexpr std::int64_t kMaxLayers = kMaxModelLayers;
+constexpr std::int64_t kMaxVocab = kMaxModelVocab;
 
 void read_attention(ObjectReader& r, ModelSpec& m) {
   AttentionSpec& a = m.attention;

@@ -9,6 +9,12 @@
 
 namespace plumb {
 
+// The largest sizes a model may give, whichever format it comes in (larger ones would overflow the
+// simulator's clock or its memory long before they meant anything).
+inline constexpr std::int64_t kMaxModelDim = 1'000'000;  // hidden sizes, heads, ranks, experts
+inline constexpr std::int64_t kMaxModelLayers = 10'000;
+inline constexpr std::int64_t kMaxModelVocab = 100'000'000;
+
 std::optional<ModelSpec> read_model(const Json& value, const std::string& pointer, const SourceFile& src);
 // plumb's own model schema (models/presets/*.json).
 std::optional<ModelSpec> read_model_object(const Json& value, const std::string& pointer, const SourceFile& src);

@@ -44,6 +44,9 @@ std::optional<CollectiveOp> op_of_binary(const std::string& name) {
 
 }  // namespace
 
+// The longest one collective call may take in a log (nccl-tests' largest defaults finish in well under a second).
+constexpr double kMaxCollectiveSeconds = 1000;
+
 NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& file) {
   NcclTestsLog log;
   log.file = file;
@@ -92,9 +95,18 @@ NcclTestsLog parse_nccl_tests_log(const std::string& text, const std::string& fi
     r.time_s = *time * 1e-6;
     r.algbw = *algbw * 1e9;
     r.busbw = *busbw * 1e9;
-    r.in_place_time_s = number(w[t + 4]).value_or(0) * 1e-6;
+    const std::optional<double> in_place = number(w[t + 4]);
+    r.in_place_time_s = in_place.value_or(0) * 1e-6;
+    // Every value is checked: a row that cannot be a measurement stops the read, naming its line.
+    if (r.bytes < 0 || r.bytes > 1e15 || r.bytes != std::floor(r.bytes))
+      fail(number_of_line, fmt::format("size {} is not a whole number of bytes from 0 to 1e15", w[0]));
+    if (!(r.time_s > 0) || r.time_s > kMaxCollectiveSeconds)
+      fail(number_of_line, fmt::format("the out-of-place time {} us is not a duration above 0 and up to {:.0f} s", w[t], kMaxCollectiveSeconds));
+    if (r.algbw < 0 || r.busbw < 0) fail(number_of_line, "algbw and busbw cannot be negative");
+    if (in_place && (r.in_place_time_s < 0 || r.in_place_time_s > kMaxCollectiveSeconds))
+      fail(number_of_line, fmt::format("the in-place time {} us is not a duration from 0 to {:.0f} s", w[t + 4], kMaxCollectiveSeconds));
     last_redop = w[3];
-    if (r.bytes > 0 && r.time_s > 0) log.rows.push_back(r);
+    log.rows.push_back(r);
   }
   if (log.rows.empty()) fail(number_of_line, "no result rows found: is this nccl-tests output?");
   log.nodes = std::max<std::int64_t>(1, static_cast<std::int64_t>(hosts.size()));

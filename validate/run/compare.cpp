@@ -30,7 +30,7 @@ std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<std::tupl
 // folder: plumb-validate runs in a checkout's root, so its files name "scenarios/x.json".
 std::filesystem::path scenario_path(const std::string& scenario) {
   std::filesystem::path p(scenario);
-  if (p.is_relative() && !std::filesystem::exists(p) && std::filesystem::exists(data_dir() / p)) return data_dir() / p;
+  if (p.is_relative() && !path_exists(p) && path_exists(data_dir() / p)) return data_dir() / p;
   return p;
 }
 
@@ -54,12 +54,35 @@ void check_measured_matches(const MeasuredFile& m, const std::string& scenario, 
   d.throw_if_any();
 }
 
+// The shrunk job the file's "virtual" options describe; options it cannot be shrunk by are the
+// measured file's fault, and the error names it.
+VirtualRun virtual_run_of(const MeasuredFile& m, const Job& full) {
+  try {
+    return plan_virtual_run(full, m.setup.options);
+  } catch (const std::invalid_argument& e) {
+    throw InputError({Diagnostic{m.file, "/virtual", e.what()}});
+  } catch (const InputError& e) {
+    // plumb-validate run's flags are the file's "virtual" keys.
+    static const std::map<std::string, std::string> keys = {{"--stages", "/virtual/stages"},
+                                                            {"--layers-per-stage", "/virtual/layers_per_stage"},
+                                                            {"--sms-per-stage", "/virtual/sms_per_stage"},
+                                                            {"--layer-kind", "/virtual/layer_kind"},
+                                                            {"/parallel/micro_batch", "/virtual/micro_batches"}};
+    std::vector<Diagnostic> mine;
+    for (const Diagnostic& diagnostic : e.diagnostics()) {
+      auto key = keys.find(diagnostic.pointer);
+      mine.push_back({m.file, key != keys.end() ? key->second : "/virtual", diagnostic.message});
+    }
+    throw InputError(mine);
+  }
+}
+
 }  // namespace
 
 Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu, const std::string& scenario_in) {
   const std::string scenario = scenario_in.empty() ? m.setup.scenario : scenario_in;
   const std::filesystem::path path = scenario_path(scenario);
-  if (scenario_in.empty() && !std::filesystem::exists(path)) {
+  if (scenario_in.empty() && !path_exists(path)) {
     Diagnostics d;
     SourceFile src{m.file, {}, &d, {}};
     src.error("/scenario", fmt::format("the scenario it was measured from, {}, is not here (nor under {}); give it: "
@@ -70,12 +93,12 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   std::optional<GpuSpec> profile = gpu ? gpu : bundled_gpu_profile(m.setup.device);
   if (!profile) {
     Diagnostics d;
-    SourceFile src{scenario, {}, &d, {}};
+    SourceFile src{m.file, {}, &d, {}};
     src.error("/device", fmt::format("no bundled GPU profile matches \"{}\"; give --profile with a calibrated one", m.setup.device));
     d.throw_if_any();
   }
   full.cluster.gpu = *profile;
-  VirtualRun run = plan_virtual_run(full, m.setup.options);
+  VirtualRun run = virtual_run_of(m, full);
   StepSimulation sim = simulate_step(run.job, step_costs(run.job));
 
   Comparison c;

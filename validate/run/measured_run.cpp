@@ -71,6 +71,18 @@ Json measured_run_json(const MeasuredSetup& setup, const VirtualRun& run, const 
           {"ops", ops}};
 }
 
+namespace {
+// The optional list at `key`; anything but a list is an error saying what it holds.
+const Json* list_at(ObjectReader& r, const char* key, std::string_view holds) {
+  const Json* v = r.child(key, Need::optional);
+  if (v && !v->is_array()) {
+    r.error(key, fmt::format("expected a list of {}, found {}", holds, json_brief(*v)));
+    return nullptr;
+  }
+  return v;
+}
+}  // namespace
+
 MeasuredFile read_measured_run(const std::string& path) {
   Diagnostics d;
   SourceFile src{path, {}, &d, {}};
@@ -98,8 +110,12 @@ MeasuredFile read_measured_run(const std::string& path) {
       }
   }
   if (const Json* v = r.child("virtual", Need::required)) f.setup.options = read_virtual_options(*v, "/virtual", src);
-  if (const Json* sms = r.child("sms_per_rank", Need::optional); sms && sms->is_array())
-    for (const Json& s : *sms) f.run.sms.push_back(s.is_number_integer() ? s.get<int>() : 0);
+  if (const Json* sms = list_at(r, "sms_per_rank", "SM counts, one per rank"))
+    for (std::size_t i = 0; i < sms->size(); ++i) {
+      const Json& s = (*sms)[i];
+      if (s.is_number_integer() && s.get<std::int64_t>() >= 0 && s.get<std::int64_t>() <= 100'000) f.run.sms.push_back(s.get<int>());
+      else src.error(fmt::format("/sms_per_rank/{}", i), fmt::format("expected an SM count from 0 to 100000, found {}", json_brief(s)));
+    }
   r.number("step_time_s", Need::required, 0, 1e6);
   if (const Json* steps = r.child("step_times_s", Need::required)) {
     for (std::size_t i = 0; steps->is_array() && i < steps->size(); ++i) {
@@ -109,7 +125,7 @@ MeasuredFile read_measured_run(const std::string& path) {
     }
     if (f.run.step_seconds.empty()) src.error("/step_times_s", "expected at least one step time");
   }
-  if (const Json* timeline = r.child("timeline", Need::optional); timeline && timeline->is_array())
+  if (const Json* timeline = list_at(r, "timeline", "{\"rank\", \"index\", \"start_s\", \"end_s\"} ops"))
     for (std::size_t i = 0; i < timeline->size(); ++i) {
       ObjectReader t((*timeline)[i], fmt::format("/timeline/{}", i), src);
       MeasuredOp op;
@@ -118,10 +134,11 @@ MeasuredFile read_measured_run(const std::string& path) {
       t.string("op", Need::optional);
       op.start = t.number("start_s", Need::required, 0, 1e6).value_or(0);
       op.end = t.number("end_s", Need::required, 0, 1e6).value_or(0);
+      if (op.end < op.start) t.error("end_s", fmt::format("the op ends ({} s) before it starts ({} s)", op.end, op.start));
       t.finish();
       f.run.timeline.push_back(op);
     }
-  if (const Json* ops = r.child("ops", Need::optional); ops && ops->is_array())
+  if (const Json* ops = list_at(r, "ops", "{\"op\", \"pass\", \"seconds\", \"runs\"} timings"))
     for (std::size_t i = 0; i < ops->size(); ++i) {
       const std::string at = fmt::format("/ops/{}", i);
       ObjectReader o((*ops)[i], at, src);
