@@ -3,7 +3,7 @@ JOBS ?= $(shell nproc)
 SCENARIO ?= scenarios/deepseek-v3-2048xh800.json
 BUILD = @cmake --preset $(1) >/dev/null && cmake --build --preset $(1) -j $(JOBS)
 
-.PHONY: demo test deps release debug asan bench clean
+.PHONY: demo test deps release debug asan bench fuzz clean
 
 deps:
 	@scripts/install-deps
@@ -28,6 +28,13 @@ test: debug asan
 
 bench: release
 	./build/cpu-release/bench/plumb_bench
+
+# Every reader under libFuzzer with ASan and UBSan, FUZZ_SECONDS each (not part of make test).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@scripts/install-deps fuzz
+	$(call BUILD,fuzz)
+	scripts/fuzz-run $(FUZZ_SECONDS)
 
 clean:
 	rm -rf build

@@ -1,0 +1,153 @@
+#include "fuzz/fuzz_targets.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string_view>
+#include <unistd.h>
+
+#include "models/costs/step_costs.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/input/diagnostics.hpp"
+#include "models/memory/memory.hpp"
+#include "models/scenario/job.hpp"
+#include "models/schedules/registry.hpp"
+#include "models/spec/model_reader.hpp"
+#include "models/step/step_builder.hpp"
+#include "models/step/step_estimate.hpp"
+#include "sim/limits.hpp"
+#include "validate/calibrate/calibrate.hpp"
+#include "validate/calibrate/nccl_tests_log.hpp"
+#include "validate/run/measured_run.hpp"
+
+namespace plumb::fuzz {
+
+namespace {
+
+// The one folder of this process for the files a reader must open by path (its name holds the pid,
+// so parallel fuzzers do not share it).
+const std::filesystem::path& scratch() {
+  static const std::filesystem::path dir = [] {
+    std::filesystem::path d = std::filesystem::temp_directory_path() / ("plumb-fuzz-" + std::to_string(getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+std::filesystem::path write_scratch(const std::string& name, std::string_view bytes) {
+  std::filesystem::path p = scratch() / name;
+  std::ofstream(p, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return p;
+}
+
+// Runs `read`; the refusals a reader is meant to give are swallowed, anything else escapes.
+template <class Read>
+void refusing_cleanly(Read&& read) {
+  try {
+    read();
+  } catch (const InputError&) {
+  } catch (const std::invalid_argument&) {  // a schedule or usage error: bad input
+  } catch (const sim::LimitError&) {        // beyond the clock or this machine's memory
+  }
+}
+
+std::string_view text_of(const std::uint8_t* data, std::size_t size) { return {reinterpret_cast<const char*>(data), size}; }
+
+Json parsed(std::string_view text, const SourceFile& src) { return parse_json_text(std::string(text), src); }
+
+}  // namespace
+
+void scenario(const std::uint8_t* data, std::size_t size) {
+  const std::string_view all = text_of(data, size);
+  const std::size_t nul = all.find('\0');
+  std::vector<std::string> sets;
+  if (nul != std::string_view::npos) {
+    std::string_view rest = all.substr(nul + 1);
+    while (!rest.empty()) {
+      const std::size_t end = rest.find('\n');
+      if (std::string_view line = rest.substr(0, end); !line.empty()) sets.emplace_back(line);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    }
+  }
+  const std::filesystem::path path = write_scratch("scenario.json", all.substr(0, nul));
+  refusing_cleanly([&] {
+    Job job = load_scenario(path, sets);
+    plan_memory(job);
+    StepCosts costs = step_costs(job);
+    estimate_step(job.layout, job.microbatches(), costs);
+    // The discrete-event step only where it is small, so that one input takes milliseconds.
+    const ParallelLayout& p = job.layout;
+    if (schedule_op_estimate(p.schedule, {.ranks = p.pp, .microbatches = job.microbatches(), .vp = p.vp}) <= 2000) simulate_step(job, costs);
+  });
+}
+
+void model_preset(const std::uint8_t* data, std::size_t size) {
+  refusing_cleanly([&] {
+    Diagnostics d;
+    SourceFile src{"model.json", scratch(), &d, {}};
+    Json doc = parsed(text_of(data, size), src);
+    if (!doc.is_discarded()) read_model_object(doc, "", src);
+    d.throw_if_any();
+  });
+}
+
+void hf_config(const std::uint8_t* data, std::size_t size) {
+  const std::filesystem::path path = write_scratch("config.json", text_of(data, size));
+  refusing_cleanly([&] {
+    Diagnostics d;
+    SourceFile src{"scenario.json", scratch(), &d, {}};
+    read_hf_config(path, src, "/model/hf_config");
+    d.throw_if_any();
+  });
+}
+
+void gpu_profile(const std::uint8_t* data, std::size_t size) {
+  const std::filesystem::path path = write_scratch("gpu.json", text_of(data, size));
+  refusing_cleanly([&] {
+    Diagnostics d;
+    SourceFile src{"scenario.json", scratch(), &d, {}};
+    read_gpu(Json(path.string()), "/cluster/gpu", src);
+    d.throw_if_any();
+  });
+}
+
+void fabric_profile(const std::uint8_t* data, std::size_t size) {
+  const std::filesystem::path path = write_scratch("fabric.json", text_of(data, size));
+  refusing_cleanly([&] {
+    Diagnostics d;
+    SourceFile src{"scenario.json", scratch(), &d, {}};
+    read_fabric(Json(path.string()), "/cluster/fabric", src);
+    d.throw_if_any();
+  });
+}
+
+void nccl_tests_log(const std::uint8_t* data, std::size_t size) {
+  refusing_cleanly([&] { parse_nccl_tests_log(std::string(text_of(data, size)), "nccl.log"); });
+}
+
+void measurements(const std::uint8_t* data, std::size_t size) {
+  refusing_cleanly([&] {
+    Diagnostics d;
+    SourceFile src{"measurements.json", scratch(), &d, {}};
+    Json doc = parsed(text_of(data, size), src);
+    d.throw_if_any();
+    read_measurements(doc, "measurements.json");
+  });
+}
+
+void measured_run(const std::uint8_t* data, std::size_t size) {
+  const std::filesystem::path path = write_scratch("measured.json", text_of(data, size));
+  refusing_cleanly([&] { read_measured_run(path.string()); });
+}
+
+const std::vector<TargetInfo>& targets() {
+  static const std::vector<TargetInfo> list{{"scenario", scenario},         {"model_preset", model_preset},
+                                            {"hf_config", hf_config},       {"gpu_profile", gpu_profile},
+                                            {"fabric_profile", fabric_profile}, {"nccl_tests_log", nccl_tests_log},
+                                            {"measurements", measurements}, {"measured_run", measured_run}};
+  return list;
+}
+
+}  // namespace plumb::fuzz
