@@ -110,6 +110,15 @@ Json parse_json_text(const std::string& text, const SourceFile& src) {
     for (const auto& [pointer, key] : duplicates)
       src.error(pointer, fmt::format("key \"{}\" appears twice; keep one", key));
     return value;
+  } catch (const Json::out_of_range& e) {
+    // A number beyond a double ("1e320"): nlohmann names the token but not where it is.
+    std::string what = e.what();
+    const std::size_t open = what.find('\''), close = what.rfind('\'');
+    const std::string token = open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : std::string();
+    const std::size_t at = token.empty() ? std::string::npos : text.find(token);
+    auto [line, column] = line_column(text, at == std::string::npos ? 0 : at);
+    src.error("", fmt::format("the number {} at line {}, column {} is beyond what plumb reads (at most about 1.8e308)", token, line, column));
+    return Json(Json::value_t::discarded);
   } catch (const Json::parse_error& e) {
     auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     std::string what = e.what();
