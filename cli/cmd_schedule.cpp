@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -14,8 +15,22 @@
 namespace plumb::cli {
 
 void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!(out << text)) throw UsageError(fmt::format("cannot write {}", path));
+  // Written beside it and renamed over it, so an interrupted run never leaves half a file under the name.
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary);
+    if (!(out << text) || !(out.flush())) {
+      std::error_code ignored;
+      std::filesystem::remove(partial, ignored);
+      throw UsageError(fmt::format("cannot write {}", path));
+    }
+  }
+  std::error_code moved;
+  std::filesystem::rename(partial, path, moved);
+  if (moved) {
+    std::filesystem::remove(partial, moved);
+    throw UsageError(fmt::format("cannot write {}", path));
+  }
 }
 
 namespace {

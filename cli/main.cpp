@@ -1,9 +1,11 @@
 // The plumb executable: dispatches subcommands and maps errors to exit codes
 // (0 ok, 2 bad input, 3 infeasible, 70 internal). No modelling happens here.
+#include <csignal>
 #include <exception>
 #include <fmt/format.h>
 #include <iostream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "cli/commands.hpp"
@@ -37,7 +39,7 @@ std::string top_help() {
     text += fmt::format("  {:<10} {}\n", c->spec.name, c->spec.usage.substr(0, c->spec.usage.find('\n')));
   text += "\noptions:\n  --help     show this help (also after a command)\n  --version  print the version\n";
   text += "\nplumb help --markdown prints every command's help as Markdown (docs/commands.md).\n";
-  text += "\nexit codes: 0 ok, 2 bad input, 3 infeasible (e.g. does not fit), 70 internal error\n";
+  text += "\nexit codes: 0 ok, 2 bad input, 3 infeasible (e.g. does not fit), 70 internal error, 130 interrupted (Ctrl-C)\n";
   return text;
 }
 
@@ -98,7 +100,20 @@ int dispatch(const std::vector<std::string>& argv) {
 
 }  // namespace
 
+namespace {
+
+// Ctrl-C: say so and stop with the shell's code for it (outputs are renamed into place only when
+// whole, so none is left half-written).
+extern "C" void on_interrupt(int) {
+  static const char message[] = "\nplumb: interrupted\n";
+  [[maybe_unused]] ssize_t written = write(STDERR_FILENO, message, sizeof message - 1);
+  _exit(130);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  std::signal(SIGINT, on_interrupt);
   try {
     return dispatch(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const plumb::InputError& e) {
