@@ -24,6 +24,7 @@ const Command& merge_command();
 const Command& calibrate_command();
 const Command& compare_command();
 const Command& validate_command();
+const Command& trace_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);

@@ -24,7 +24,8 @@ const std::vector<const Command*>& commands() {
   static const std::vector<const Command*> list{&plumb::cli::run_command(), &plumb::cli::plan_command(), &plumb::cli::merge_command(),
                                                 &plumb::cli::memory_command(), &plumb::cli::schedule_command(),
                                                 &plumb::cli::collective_command(), &plumb::cli::ops_command(), &plumb::cli::calibrate_command(),
-                                                &plumb::cli::compare_command(), &plumb::cli::validate_command()};
+                                                &plumb::cli::compare_command(), &plumb::cli::validate_command(),
+                                                &plumb::cli::trace_command()};
   return list;
 }
 

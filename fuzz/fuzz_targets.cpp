@@ -20,6 +20,7 @@
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
 #include "validate/run/measured_run.hpp"
+#include "validate/trace/trace_summary.hpp"
 
 namespace plumb::fuzz {
 
@@ -142,11 +143,18 @@ void measured_run(const std::uint8_t* data, std::size_t size) {
   refusing_cleanly([&] { read_measured_run(path.string()); });
 }
 
+void profiler_trace(const std::uint8_t* data, std::size_t size) {
+  static KernelClassifier classes = KernelClassifier::bundled();
+  const std::filesystem::path path = write_scratch("trace.json", text_of(data, size));
+  refusing_cleanly([&] { summarize_trace(read_gpu_trace(path.string()), classes); });
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> list{{"scenario", scenario},         {"model_preset", model_preset},
                                             {"hf_config", hf_config},       {"gpu_profile", gpu_profile},
                                             {"fabric_profile", fabric_profile}, {"nccl_tests_log", nccl_tests_log},
-                                            {"measurements", measurements}, {"measured_run", measured_run}};
+                                            {"measurements", measurements}, {"measured_run", measured_run},
+                                            {"profiler_trace", profiler_trace}};
   return list;
 }
 

@@ -28,6 +28,8 @@ void fabric_profile(const std::uint8_t* data, std::size_t size);
 void nccl_tests_log(const std::uint8_t* data, std::size_t size);
 void measurements(const std::uint8_t* data, std::size_t size);
 void measured_run(const std::uint8_t* data, std::size_t size);
+// A PyTorch profiler trace (plain; gzip goes through the same reader), read and summarised.
+void profiler_trace(const std::uint8_t* data, std::size_t size);
 
 const std::vector<TargetInfo>& targets();
 

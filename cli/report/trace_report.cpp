@@ -1,0 +1,89 @@
+#include "cli/report/trace_report.hpp"
+
+#include <fmt/format.h>
+
+namespace plumb {
+
+namespace {
+
+std::string_view kind_name(TimelineRole k) {
+  switch (k) {
+    case TimelineRole::compute: return "compute";
+    case TimelineRole::communication: return "communication";
+    case TimelineRole::copy: return "copy";
+  }
+  return "?";
+}
+
+double share(double part, double whole) { return whole > 0 ? 100 * part / whole : 0; }
+
+}  // namespace
+
+std::string trace_text(const TraceSummary& s, std::size_t unknown_rows) {
+  std::string out = fmt::format("{}{}: {} GPU events of {} in the trace, span {:.3f} ms\n\n", s.file,
+                                s.device_name.empty() ? "" : " (" + s.device_name + ")", s.gpu_events, s.events_seen, s.span_us / 1e3);
+  out += fmt::format("{:<22} {:<14} {:>8} {:>11} {:>7}  {}\n", "class", "kind", "kernels", "time ms", "% span", "streams (ms)");
+  for (const ClassTotal& c : s.classes) {
+    std::string streams;
+    for (const auto& [stream, t] : c.streams) streams += fmt::format("{}{}: {:.2f}", streams.empty() ? "" : ", ", stream, t / 1e3);
+    out += fmt::format("{:<22} {:<14} {:>8} {:>11.3f} {:>6.1f}%  {}\n", c.name, kind_name(c.kind), c.kernels, c.time_us / 1e3,
+                       share(c.time_us, s.span_us), streams);
+  }
+  if (s.unknown_time_us > 0 || !s.unknown.empty())
+    out += fmt::format("{:<22} {:<14} {:>8} {:>11.3f} {:>6.1f}%\n", "unknown", "", s.unknown.size(), s.unknown_time_us / 1e3,
+                       share(s.unknown_time_us, s.span_us));
+  out += "\nby the op class plumb prices: ";
+  std::string ops;
+  for (const auto& [op, t] : s.by_plumb_op) ops += fmt::format("{}{} {:.3f} ms", ops.empty() ? "" : ", ", op, t / 1e3);
+  out += ops + "\n\n";
+  out += fmt::format("{:>6} {:>6} {:<13} {:>8} {:>10} {:>7} {:>12} {:>14}\n", "device", "stream", "role", "kernels", "busy ms", "% span",
+                     "gaps ms", "longest gap us");
+  for (const StreamTotal& st : s.streams)
+    out += fmt::format("{:>6} {:>6} {:<13} {:>8} {:>10.3f} {:>6.1f}% {:>12.3f} {:>14.1f}\n", st.device, st.stream,
+                       st.communication ? "communication" : "compute", st.kernels, st.busy_us / 1e3, share(st.busy_us, s.span_us),
+                       st.gaps_us / 1e3, st.longest_gap_us);
+  out += fmt::format("\ncompute kernels busy {:.3f} ms, communication kernels busy {:.3f} ms, both at once {:.3f} ms: "
+                     "{:.1f}% of communication overlapped, {:.3f} ms exposed\n",
+                     s.compute_busy_us / 1e3, s.communication_busy_us / 1e3, s.overlap_us / 1e3, share(s.overlap_us, s.communication_busy_us),
+                     s.exposed_communication_us() / 1e3);
+  if (!s.unknown.empty()) {
+    out += fmt::format("\n{} kernel name(s) no rule in the class table knew (add a rule to hw_profiles/kernel_classes.json):\n", s.unknown.size());
+    for (std::size_t i = 0; i < s.unknown.size() && i < unknown_rows; ++i)
+      out += fmt::format("  {:>6} × {:>10.3f} ms  {}\n", s.unknown[i].kernels, s.unknown[i].time_us / 1e3, s.unknown[i].name);
+    if (s.unknown.size() > unknown_rows) out += fmt::format("  … and {} more (--unknown N shows more)\n", s.unknown.size() - unknown_rows);
+  }
+  return out;
+}
+
+Json trace_json(const TraceSummary& s) {
+  Json classes = Json::array(), streams = Json::array(), unknown = Json::array();
+  for (const ClassTotal& c : s.classes) {
+    Json per_stream = Json::object();
+    for (const auto& [stream, t] : c.streams) per_stream[std::to_string(stream)] = t * 1e-6;
+    classes.push_back({{"class", c.name}, {"kind", kind_name(c.kind)}, {"plumb_op", c.plumb_op}, {"kernels", c.kernels},
+                       {"seconds", c.time_us * 1e-6}, {"streams", per_stream}});
+  }
+  for (const StreamTotal& st : s.streams)
+    streams.push_back({{"device", st.device}, {"stream", st.stream}, {"role", st.communication ? "communication" : "compute"},
+                       {"kernels", st.kernels}, {"busy_s", st.busy_us * 1e-6}, {"gaps_s", st.gaps_us * 1e-6},
+                       {"longest_gap_s", st.longest_gap_us * 1e-6}});
+  for (const UnknownKernel& u : s.unknown) unknown.push_back({{"name", u.name}, {"kernels", u.kernels}, {"seconds", u.time_us * 1e-6}});
+  Json ops = Json::object();
+  for (const auto& [op, t] : s.by_plumb_op) ops[op] = t * 1e-6;
+  return {{"file", s.file},
+          {"device", s.device_name},
+          {"gpu_events", s.gpu_events},
+          {"events", s.events_seen},
+          {"span_s", s.span_us * 1e-6},
+          {"classes", classes},
+          {"by_plumb_op_s", ops},
+          {"streams", streams},
+          {"compute_busy_s", s.compute_busy_us * 1e-6},
+          {"communication_busy_s", s.communication_busy_us * 1e-6},
+          {"overlap_s", s.overlap_us * 1e-6},
+          {"exposed_communication_s", s.exposed_communication_us() * 1e-6},
+          {"unknown", unknown},
+          {"unknown_s", s.unknown_time_us * 1e-6}};
+}
+
+}  // namespace plumb

@@ -1,0 +1,14 @@
+#pragma once
+// plumb trace: a profiler trace's GPU time by kernel class, by stream, the overlap of communication with
+// compute, and the kernels no class rule knew; as a table or JSON.
+#include <string>
+
+#include "models/input/json_reader.hpp"
+#include "validate/trace/trace_summary.hpp"
+
+namespace plumb {
+
+std::string trace_text(const TraceSummary& s, std::size_t unknown_rows);
+Json trace_json(const TraceSummary& s);
+
+}  // namespace plumb

@@ -1,0 +1,138 @@
+// Profiler traces (issue 25): the streamed reader and the class totals against an independent reading
+// of the real DeepSeek-V3 DualPipe trace (ground-truth.md §D), and its refusals.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "models/input/catalogue.hpp"
+#include "models/input/diagnostics.hpp"
+#include "validate/trace/trace_summary.hpp"
+
+namespace fs = std::filesystem;
+using namespace plumb;
+
+namespace {
+
+const std::string kTrace = (data_dir() / "tests/fixtures/traces/deepseek-v3-train-dualpipe-chunk.json.gz").string();
+
+// The whole file inflated at once: the independent path (zlib in one go, nlohmann's DOM parser).
+std::string inflate_all(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  REQUIRE(f != nullptr);
+  std::string text;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(f, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  gzclose(f);
+  return text;
+}
+
+fs::path scratch(const std::string& name, const std::string& text) {
+  fs::path p = fs::temp_directory_path() / ("plumb-trace-" + std::to_string(getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("the DeepSeek-V3 trace: class totals equal an independent sum over the file, and its span is the published 129 ms") {
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary s = summarize_trace(read_gpu_trace(kTrace), classes);
+  // Independently: the DOM of the inflated file, every complete GPU event summed by its class.
+  const Json doc = Json::parse(inflate_all(kTrace));
+  KernelClassifier again = KernelClassifier::bundled();
+  std::map<std::string, double> expected;
+  std::map<std::string, std::uint64_t> counts;
+  std::uint64_t gpu_events = 0;
+  double first = 1e300, last = -1e300;
+  std::vector<std::pair<std::int64_t, std::int64_t>> compute, communication;
+  for (const Json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (e.value("ph", "") != "X" || (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset")) continue;
+    ++gpu_events;
+    const std::optional<std::size_t> c = again.classify(e["name"].get<std::string>());
+    REQUIRE_MESSAGE(c, "no class for " << e["name"]);
+    const KernelClass& k = again.classes()[*c];
+    expected[k.name] += e["dur"].get<double>();
+    ++counts[k.name];
+    const auto ts = e["ts"].get<std::int64_t>(), dur = e["dur"].get<std::int64_t>();
+    first = std::min(first, static_cast<double>(ts));
+    last = std::max(last, static_cast<double>(ts + dur));
+    if (k.kind == TimelineRole::communication) communication.emplace_back(ts, ts + dur);
+    else if (k.kind == TimelineRole::compute) compute.emplace_back(ts, ts + dur);
+  }
+  CHECK(s.events_seen == doc["traceEvents"].size());
+  CHECK(s.gpu_events == gpu_events);
+  CHECK(s.gpu_events == 983);  // 963 kernels, 8 copies, 12 memsets
+  CHECK(s.device_name == "NVIDIA H800");
+  CHECK(s.unknown.empty());    // the table knows every kernel of this trace
+  CHECK(s.span_us == doctest::Approx(last - first));
+  CHECK(s.span_us == doctest::Approx(129012));  // ground-truth.md §D: "span of the pair ≈129 ms"
+  REQUIRE(s.classes.size() == expected.size());
+  for (const ClassTotal& c : s.classes) {
+    INFO(c.name);
+    CHECK(c.time_us == expected.at(c.name));  // whole microseconds: the sums are exact
+    CHECK(c.kernels == counts.at(c.name));
+  }
+  // DeepEP's combine: eight kernels, 49.448 ms, all on the communication stream 27.
+  const auto combine = std::find_if(s.classes.begin(), s.classes.end(), [](const ClassTotal& c) { return c.name == "ep_combine"; });
+  REQUIRE(combine != s.classes.end());
+  CHECK(combine->time_us == 49448);
+  CHECK(combine->streams.size() == 1);
+  CHECK(combine->streams.count(27) == 1);
+  // The overlap of communication with compute, counted microsecond by microsecond.
+  const auto t0 = static_cast<std::int64_t>(first);
+  std::vector<char> busy_compute(static_cast<std::size_t>(last - first)), busy_comm(busy_compute.size());
+  for (const auto& [a, b] : compute)
+    for (std::int64_t t = a; t < b; ++t) busy_compute[static_cast<std::size_t>(t - t0)] = 1;
+  for (const auto& [a, b] : communication)
+    for (std::int64_t t = a; t < b; ++t) busy_comm[static_cast<std::size_t>(t - t0)] = 1;
+  double both = 0, comm = 0, comp = 0;
+  for (std::size_t i = 0; i < busy_comm.size(); ++i) {
+    both += busy_compute[i] && busy_comm[i];
+    comm += busy_comm[i];
+    comp += busy_compute[i];
+  }
+  CHECK(s.overlap_us == both);
+  CHECK(s.communication_busy_us == comm);
+  CHECK(s.compute_busy_us == comp);
+  // The same file uncompressed reads the same.
+  const fs::path plain = scratch("plain.json", inflate_all(kTrace));
+  const TraceSummary p = summarize_trace(read_gpu_trace(plain.string()), classes);
+  CHECK(p.gpu_events == s.gpu_events);
+  CHECK(p.overlap_us == s.overlap_us);
+  fs::remove(plain);
+}
+
+TEST_CASE("a trace's unknown kernels are listed, never dropped; bad traces and bad class tables are refused with where") {
+  const fs::path t = scratch("small.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "my_new_kernel<128>", "pid": 0, "tid": 7, "ts": 100, "dur": 30, "args": {"stream": 7}},
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "pid": 0, "tid": 9, "ts": 110, "dur": 50, "args": {"stream": 9}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 90, "dur": 80},
+    {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7, "ts": 140, "dur": 40, "args": {"stream": 7}}]})");
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary s = summarize_trace(read_gpu_trace(t.string()), classes);
+  CHECK(s.events_seen == 4);
+  CHECK(s.gpu_events == 3);
+  REQUIRE(s.unknown.size() == 1);
+  CHECK(s.unknown[0].name == "my_new_kernel<128>");
+  CHECK(s.unknown_time_us == 30);
+  CHECK(s.span_us == 80);                  // 100 to 180
+  CHECK(s.communication_busy_us == 50);    // 110 to 160
+  CHECK(s.overlap_us == 20 + 20);          // under the unknown kernel (110–130) and the GEMM (140–160)
+  CHECK(s.by_plumb_op.at("gemm") == 40);
+  fs::remove(t);
+
+  const fs::path bad = scratch("bad.json", R"({"traceEvents": [{"ph": "X", "name": )");
+  CHECK_THROWS_WITH_AS(read_gpu_trace(bad.string()), doctest::Contains("not a profiler trace: malformed JSON"), InputError);
+  const fs::path none = scratch("none.json", R"({"schemaVersion": 1})");
+  CHECK_THROWS_WITH_AS(read_gpu_trace(none.string()), doctest::Contains("no \"traceEvents\" list"), InputError);
+  CHECK_THROWS_WITH_AS(read_gpu_trace("no/such/trace.json"), doctest::Contains("cannot read the file"), InputError);
+  const fs::path table = scratch("classes.json", R"({"rules": [{"class": "gemm", "pattern": "gemm(", "kind": "compute", "plumb_op": "gemm", "source": "x"}]})");
+  CHECK_THROWS_WITH_AS(KernelClassifier::from_file(table.string()), doctest::Contains("/rules/0/pattern: not a regular expression"), InputError);
+  for (const fs::path& p : {bad, none, table}) fs::remove(p);
+}

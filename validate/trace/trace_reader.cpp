@@ -1,0 +1,177 @@
+#include "validate/trace/trace_reader.hpp"
+
+#include <fmt/format.h>
+#include <istream>
+#include <nlohmann/json.hpp>
+#include <streambuf>
+#include <unordered_map>
+#include <zlib.h>
+
+#include "models/input/diagnostics.hpp"
+
+namespace plumb {
+
+namespace {
+
+// A read-only stream over a file through zlib: gzip is inflated, anything else passes through.
+class GzipBuffer : public std::streambuf {
+ public:
+  explicit GzipBuffer(const std::string& path) : file_(gzopen(path.c_str(), "rb")) {
+    if (file_) gzbuffer(file_, 1 << 18);
+  }
+  ~GzipBuffer() override {
+    if (file_) gzclose(file_);
+  }
+  GzipBuffer(const GzipBuffer&) = delete;
+  GzipBuffer& operator=(const GzipBuffer&) = delete;
+  bool is_open() const { return file_ != nullptr; }
+  bool failed() const { return failed_; }
+  std::uint64_t stored_bytes() const { return file_ ? static_cast<std::uint64_t>(gzoffset(file_)) : 0; }
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    const int n = file_ ? gzread(file_, buffer_, sizeof buffer_) : -1;
+    if (n < 0) failed_ = true;
+    if (n <= 0) return traits_type::eof();
+    setg(buffer_, buffer_, buffer_ + n);
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  gzFile file_ = nullptr;
+  bool failed_ = false;
+  char buffer_[1 << 16];
+};
+
+// nlohmann's SAX events, keeping only what a GPU event needs. Depth counts open containers; the
+// events array is root.traceEvents (or the root array), an event one level inside it, its args two.
+class TraceSax : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  explicit TraceSax(GpuTrace& out) : out_(out) {}
+
+  bool null() override { return scalar(); }
+  bool boolean(bool) override { return scalar(); }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v); }
+  bool binary(binary_t&) override { return scalar(); }
+  bool string(string_t& v) override {
+    if (in_event_ && depth_ == events_depth_ + 1) {
+      if (key_ == "name") name_ = v;
+      else if (key_ == "ph") ph_ = v;
+      else if (key_ == "cat") cat_ = v;
+    } else if (in_device_properties_ && depth_ == 3 && key_ == "name" && out_.device_name.empty()) {
+      out_.device_name = v;
+    }
+    return scalar();
+  }
+  bool start_object(std::size_t) override {
+    ++depth_;
+    if (events_depth_ > 0 && depth_ == events_depth_ + 1) begin_event();
+    if (in_event_ && depth_ == events_depth_ + 2 && key_ == "args") in_args_ = true;
+    return true;
+  }
+  bool key(string_t& k) override {
+    key_ = k;
+    return true;
+  }
+  bool end_object() override {
+    if (in_event_ && depth_ == events_depth_ + 2) in_args_ = false;
+    if (in_event_ && depth_ == events_depth_ + 1) end_event();
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++depth_;
+    if (depth_ == 1 && !root_seen_) events_depth_ = 1;  // a bare array of events
+    if (depth_ == 2 && key_ == "traceEvents") events_depth_ = 2;
+    if (depth_ == 2 && key_ == "deviceProperties") in_device_properties_ = true;
+    root_seen_ = true;
+    return true;
+  }
+  bool end_array() override {
+    if (depth_ == events_depth_) events_depth_ = -1, events_found_ = true;
+    if (depth_ == 2) in_device_properties_ = false;
+    --depth_;
+    return true;
+  }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    error_at_ = position;
+    error_ = e.what();
+    return false;
+  }
+
+  bool events_found() const { return events_found_ || events_depth_ > 0; }
+  std::size_t error_at() const { return error_at_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool scalar() {
+    if (depth_ == 0) root_seen_ = true;
+    return true;
+  }
+  bool number(double v) {
+    if (in_event_ && depth_ == events_depth_ + 1) {
+      if (key_ == "ts") ts_ = v;
+      else if (key_ == "dur") dur_ = v;
+      else if (key_ == "tid") tid_ = v;
+      else if (key_ == "pid") pid_ = v;
+    } else if (in_args_ && depth_ == events_depth_ + 2) {
+      if (key_ == "stream") stream_ = v;
+      else if (key_ == "device") device_ = v;
+    }
+    return scalar();
+  }
+  void begin_event() {
+    in_event_ = true;
+    name_.clear(), ph_.clear(), cat_.clear();
+    ts_ = dur_ = tid_ = pid_ = stream_ = device_ = -1;
+  }
+  static bool gpu_category(const std::string& cat) {
+    return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" || cat == "Memset";
+  }
+  void end_event() {
+    in_event_ = false;
+    ++out_.events_seen;
+    if (ph_ != "X" || !gpu_category(cat_) || ts_ < 0 || dur_ < 0) return;
+    auto [it, added] = name_index_.try_emplace(name_, static_cast<std::uint32_t>(out_.names.size()));
+    if (added) out_.names.push_back(name_);
+    GpuEvent e;
+    e.name = it->second;
+    e.stream = static_cast<std::int32_t>(stream_ >= 0 ? stream_ : tid_);
+    e.device = static_cast<std::int32_t>(device_ >= 0 ? device_ : pid_);
+    e.start_us = ts_;
+    e.duration_us = dur_;
+    out_.events.push_back(e);
+  }
+
+  GpuTrace& out_;
+  std::unordered_map<std::string, std::uint32_t> name_index_;
+  int depth_ = 0, events_depth_ = 0;
+  bool root_seen_ = false, events_found_ = false, in_event_ = false, in_args_ = false, in_device_properties_ = false;
+  std::string key_, name_, ph_, cat_;
+  double ts_ = -1, dur_ = -1, tid_ = -1, pid_ = -1, stream_ = -1, device_ = -1;
+  std::size_t error_at_ = 0;
+  std::string error_;
+};
+
+}  // namespace
+
+GpuTrace read_gpu_trace(const std::string& path) {
+  auto fail = [&](const std::string& where, const std::string& message) { throw InputError({Diagnostic{path, where, message}}); };
+  GzipBuffer buffer(path);
+  if (!buffer.is_open()) fail("", "cannot read the file (does it exist?)");
+  std::istream in(&buffer);
+  GpuTrace trace;
+  trace.file = path;
+  TraceSax sax(trace);
+  const bool ok = nlohmann::json::sax_parse(in, &sax, nlohmann::json::input_format_t::json, /*strict=*/false);
+  if (buffer.failed()) fail("", "cannot read the file (a damaged gzip stream?)");
+  if (!ok) fail(fmt::format("byte {}", sax.error_at()), fmt::format("not a profiler trace: malformed JSON ({})", sax.error()));
+  if (!sax.events_found()) fail("", "no \"traceEvents\" list: is this a PyTorch profiler (Chrome trace) file?");
+  trace.bytes_read = buffer.stored_bytes();
+  return trace;
+}
+
+}  // namespace plumb

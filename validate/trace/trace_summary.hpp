@@ -1,0 +1,55 @@
+#pragma once
+// Where a profiler trace's GPU time went: per kernel class (count, time, which streams), per stream
+// (busy time, launch gaps, compute or communication), the overlap of communication with compute, and
+// every kernel no class rule knew.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "validate/trace/kernel_classes.hpp"
+#include "validate/trace/trace_reader.hpp"
+
+namespace plumb {
+
+struct ClassTotal {
+  std::string name;
+  TimelineRole kind = TimelineRole::compute;
+  std::string plumb_op;
+  std::uint64_t kernels = 0;
+  double time_us = 0;                      // the kernels' durations summed
+  std::map<std::int32_t, double> streams;  // time per stream
+};
+
+struct StreamTotal {
+  std::int32_t device = 0, stream = 0;
+  std::uint64_t kernels = 0;
+  double busy_us = 0;          // union of its kernels' intervals
+  double gaps_us = 0;          // idle between consecutive kernels, first start to last end
+  double longest_gap_us = 0;
+  bool communication = false;  // most of its busy time is communication kernels
+};
+
+struct UnknownKernel {
+  std::string name;
+  std::uint64_t kernels = 0;
+  double time_us = 0;
+};
+
+struct TraceSummary {
+  std::string file, device_name;
+  std::uint64_t gpu_events = 0, events_seen = 0;
+  double start_us = 0, span_us = 0;  // first start to last end
+  std::vector<ClassTotal> classes;   // every class of the table that occurred, most time first
+  std::vector<StreamTotal> streams;
+  std::vector<UnknownKernel> unknown;  // most time first
+  double unknown_time_us = 0;
+  std::map<std::string, double> by_plumb_op;  // gemm, attention, memory, communication
+  // Unions over all streams: time any compute kernel ran, any communication kernel ran, both at once.
+  double compute_busy_us = 0, communication_busy_us = 0, overlap_us = 0;
+  double exposed_communication_us() const { return communication_busy_us - overlap_us; }
+};
+
+TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes);
+
+}  // namespace plumb
