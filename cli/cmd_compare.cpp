@@ -5,11 +5,26 @@
 #include "cli/commands.hpp"
 #include "models/input/diagnostics.hpp"
 #include "cli/report/compare_report.hpp"
+#include "cli/report/trace_report.hpp"
 
 namespace plumb::cli {
 namespace {
 
+// plumb compare SCENARIO --trace FILE: the stage's forward and backward against a profiler trace of them.
+int run_compare_trace(const Args& args) {
+  if (args.positionals().size() != 1) throw UsageError("with --trace, give the scenario alone: plumb compare SCENARIO --trace FILE");
+  Job job = load_scenario(args.positional(0), args.values("--set"));
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary trace = summarize_trace(read_gpu_trace(args.value("--trace")), classes);
+  const TraceComparison c = compare_trace(job, trace, args.integer("--stage", 0, 0, 100'000));
+  if (args.flag("--json")) std::cout << trace_comparison_json(c).dump(2) << "\n";
+  else std::cout << trace_comparison_text(c);
+  return kOk;
+}
+
 int run_compare(const Args& args) {
+  if (args.flag("--trace")) return run_compare_trace(args);
+  if (args.flag("--stage") || args.flag("--set")) throw UsageError("--stage and --set go with --trace");
   // plumb compare [SCENARIO] MEASURED.json: the scenario, when given, replaces the one the file names
   // (a run measured on another machine names its path there).
   const bool scenario_given = args.positionals().size() == 2;
@@ -32,17 +47,24 @@ int run_compare(const Args& args) {
 const Command& compare_command() {
   static const Command command{
       {"compare",
-       "plumb compare [SCENARIO] MEASURED.json [--profile P] [--json]",
+       "plumb compare [SCENARIO] MEASURED.json [--profile P] [--json] | plumb compare SCENARIO --trace TRACE [--stage K] [--set ...] [--json]",
        "Predicts the single-GPU run that plumb-validate run measured (the file names its scenario, overrides,\n"
        "virtual stages and device) — the same shrunk job, simulated with the profile of the GPU it ran on, or\n"
        "with --profile (a calibrated profile from plumb calibrate) — and prints predicted against measured:\n"
        "step time, each rank's busy time and bubble, and each op's time per pass, with the error.\n"
        "SCENARIO, when given, is used instead of the path the file names (a run measured elsewhere); a\n"
        "relative path in the file is looked for from here, then under plumb's data folder. A run whose\n"
-       "ranks or ops are not the scenario's is refused.",
+       "ranks or ops are not the scenario's is refused.\n"
+       "With --trace, sets one pipeline stage of the scenario (--stage, default 0) beside a PyTorch profiler trace of\n"
+       "its forward and backward (plain or gzip; DualPipe's F&B pair, for one): GPU time per op class plumb prices\n"
+       "(GEMM, attention, memory-bound, communication; the trace's kernels sorted as plumb trace does) and the span,\n"
+       "predicted against measured, worst first.",
        {"[SCENARIO]", "MEASURED.json"},
        {{"--profile", "P", "the GPU profile to predict with: a catalogue name or a calibrated profile's path"},
-        {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON"}}},
+        {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON (with --trace: classes[], span)"},
+        {"--trace", "FILE", "a PyTorch profiler trace of one stage's forward and backward to set beside the scenario"},
+        {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
+        {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true}}},
       run_compare};
   return command;
 }

@@ -1,5 +1,7 @@
 #include "cli/report/trace_report.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 namespace plumb {
@@ -84,6 +86,39 @@ Json trace_json(const TraceSummary& s) {
           {"exposed_communication_s", s.exposed_communication_us() * 1e-6},
           {"unknown", unknown},
           {"unknown_s", s.unknown_time_us * 1e-6}};
+}
+
+namespace {
+double error_of(double predicted, double measured) { return measured > 0 ? predicted / measured - 1 : 0; }
+}  // namespace
+
+std::string trace_comparison_text(const TraceComparison& c) {
+  std::string out = fmt::format("{} — stage {} ({} layers), forward and backward, against {}{}\n\n", c.scenario, c.stage, c.layers, c.trace,
+                                c.device.empty() ? "" : " (" + c.device + ")");
+  std::vector<TraceClassComparison> rows = c.classes;
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::abs(error_of(a.predicted, a.measured)) > std::abs(error_of(b.predicted, b.measured));
+  });
+  out += fmt::format("{:<28} {:>12} {:>12} {:>8}\n", "GPU time by op class", "measured ms", "predicted ms", "error");
+  for (const TraceClassComparison& r : rows)
+    out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", r.op, 1e3 * r.measured, 1e3 * r.predicted, 100 * error_of(r.predicted, r.measured));
+  out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", c.pair ? "span (an F&B pair)" : "span (forward then backward)",
+                     1e3 * c.measured_span, 1e3 * c.predicted_span, 100 * error_of(c.predicted_span, c.measured_span));
+  if (c.unknown > 0) out += fmt::format("\n{:.3f} ms of the trace is in kernels no class rule knew (plumb trace lists them)\n", 1e3 * c.unknown);
+  out += "\nmeasured: the trace's kernels by class (plumb trace); predicted: the stage's layers, every pass and its recomputation, "
+         "at the GPU profile, and its TP/EP/CP communication (its permute and unpermute count as memory-bound work; DeepEP does them "
+         "inside its communication kernels)\n";
+  return out;
+}
+
+Json trace_comparison_json(const TraceComparison& c) {
+  Json classes = Json::array();
+  for (const TraceClassComparison& r : c.classes)
+    classes.push_back({{"op", r.op}, {"measured_s", r.measured}, {"predicted_s", r.predicted}, {"error", error_of(r.predicted, r.measured)}});
+  return {{"scenario", c.scenario}, {"trace", c.trace}, {"device", c.device}, {"stage", c.stage}, {"layers", c.layers},
+          {"span", {{"pair", c.pair}, {"measured_s", c.measured_span}, {"predicted_s", c.predicted_span},
+                    {"error", error_of(c.predicted_span, c.measured_span)}}},
+          {"classes", classes}, {"unknown_s", c.unknown}};
 }
 
 }  // namespace plumb

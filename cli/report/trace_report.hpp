@@ -4,11 +4,15 @@
 #include <string>
 
 #include "models/input/json_reader.hpp"
+#include "validate/run/trace_compare.hpp"
 #include "validate/trace/trace_summary.hpp"
 
 namespace plumb {
 
 std::string trace_text(const TraceSummary& s, std::size_t unknown_rows);
 Json trace_json(const TraceSummary& s);
+// plumb compare SCENARIO --trace: predicted against measured per op class and the span, worst first.
+std::string trace_comparison_text(const TraceComparison& c);
+Json trace_comparison_json(const TraceComparison& c);
 
 }  // namespace plumb

@@ -1,0 +1,34 @@
+#pragma once
+// plumb's prediction for one pipeline stage's forward and backward set beside a profiler trace of
+// them (plumb compare SCENARIO --trace): GPU time per op class plumb prices (GEMM, attention,
+// memory-bound, communication) and the span, each with its error. The prediction sums every op of the
+// stage's transformer layers over the forward, input-gradient and weight-gradient passes (its
+// recomputation included) at the scenario's GPU profile, and the stage's TP, EP and CP communication;
+// the span is its F&B pair where the schedule overlaps one, else its forward then its backward.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/scenario/job.hpp"
+#include "validate/trace/trace_summary.hpp"
+
+namespace plumb {
+
+struct TraceClassComparison {
+  std::string op;  // gemm, attention, memory, communication
+  double measured = 0, predicted = 0;  // seconds
+};
+
+struct TraceComparison {
+  std::string scenario, trace, device;
+  std::int64_t stage = 0, layers = 0;
+  bool pair = false;                   // the span is an F&B pair (DualPipe's)
+  double measured_span = 0, predicted_span = 0;
+  std::vector<TraceClassComparison> classes;
+  double unknown = 0;                  // trace seconds in kernels no class rule knew
+};
+
+// Throws InputError naming --stage when the stage is not one of the job's or holds no layer.
+TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::int64_t stage);
+
+}  // namespace plumb
