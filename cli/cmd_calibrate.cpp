@@ -45,8 +45,32 @@ std::string profile_to_calibrate(const Args& args, const std::vector<Measurement
   return bundled->id;
 }
 
+// plumb calibrate --trace FILE --scenario S: the scenario's GPU profile (or --profile's) fitted to one
+// stage's kernel time in a profiler trace.
+int run_calibrate_trace(const Args& args) {
+  if (!args.flag("--scenario")) throw UsageError("--trace needs --scenario S: the job the trace ran, whose stage is priced");
+  if (!args.positionals().empty() || !args.values("--nccl-tests").empty())
+    throw UsageError("--trace calibrates from the trace alone: no measurement files or nccl-tests logs beside it");
+  Job job = load_scenario(args.value("--scenario"), args.values("--set"));
+  ProfileRef ref = find_profile(args.value("--profile", job.cluster.gpu.id));
+  if (ref.fabric) throw UsageError("a trace calibrates a GPU profile, not the fabric " + ref.path.string());
+  Diagnostics d;
+  SourceFile src{ref.path.string(), ref.path.parent_path(), &d, {}};
+  Json raw = load_profile_document(ref.path, false, src);
+  d.throw_if_any();
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary trace = summarize_trace(read_gpu_trace(args.value("--trace")), classes);
+  const TraceCalibration c = calibrate_from_trace(raw, job, trace, args.integer("--stage", 0, 0, 100'000));
+  write_file(args.value("-o"), c.profile.dump(2) + "\n");
+  if (args.flag("--json")) std::cout << trace_calibration_json(c).dump(2) << "\n";
+  else std::cout << trace_calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
+  return kOk;
+}
+
 int run_calibrate(const Args& args) {
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
+  if (args.flag("--trace")) return run_calibrate_trace(args);
+  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set")) throw UsageError("--scenario, --stage and --set go with --trace");
   std::vector<Measurements> measured;
   for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
@@ -88,7 +112,7 @@ int run_calibrate(const Args& args) {
 const Command& calibrate_command() {
   static const Command command{
       {"calibrate",
-       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json]",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
@@ -97,13 +121,22 @@ const Command& calibrate_command() {
        "a fabric profile\n"
        "(--profile dgx-h100-ndr) its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
        "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
-       "plumb's prediction with the calibrated profile against every measured size.",
+       "plumb's prediction with the calibrated profile against every measured size.\n"
+       "With --trace (a PyTorch profiler trace of one pipeline stage's forward and backward) and --scenario (the\n"
+       "job it ran; --stage the stage, 0 by default), the scenario's GPU profile (or --profile) is fitted so that\n"
+       "the stage, priced with it, spends the trace's GPU time per class: every GEMM figure scaled alike to the\n"
+       "GEMM kernels, the fused-attention efficiencies to the attention forward and backward kernels, and\n"
+       "hbm_efficiency to the memory-bound kernels; the stage's span before and after is printed, not fitted.",
        {"[MEASUREMENTS.json...]"},
        {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
         {"--profile", "P", "the profile to calibrate: a catalogue name or a path (GPU measurements: their device's, by default)"},
         {"-o", "FILE", "where the calibrated profile is written"},
         {"--gpu", "G", "for a fabric: the GPU of its nodes (h100-sxm)"},
-        {"--json", "", "print the fits as JSON: fits[].{term, alpha_s, bus_bandwidth, value, rms_relative_error, …}, profile"}}},
+        {"--json", "", "print the fits as JSON: fits[].{term, alpha_s, bus_bandwidth, value, rms_relative_error, …}, profile"},
+        {"--trace", "FILE", "a PyTorch profiler trace (plain or gzip) of one stage's forward and backward to fit the GPU profile to"},
+        {"--scenario", "S", "with --trace: the scenario the trace ran"},
+        {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
+        {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true}}},
       run_calibrate};
   return command;
 }

@@ -12,6 +12,8 @@
 #include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"
 #include "models/costs/step_costs.hpp"
+#include "models/hardware/hardware.hpp"
+#include "validate/run/trace_calibrate.hpp"
 #include "validate/run/trace_compare.hpp"
 #include "validate/trace/trace_summary.hpp"
 
@@ -162,4 +164,37 @@ TEST_CASE("plumb's DualPipe F&B pair for the traced setup beside the DeepSeek-V3
     CHECK(r.predicted > 0);
   }
   CHECK_THROWS_WITH_AS(compare_trace(job, trace, 9), doctest::Contains("stage 9 is not one of the 4 stages"), InputError);
+}
+
+TEST_CASE("calibrated from the DeepSeek-V3 trace, the chunk's classes meet it and the span, never fitted, comes within 5%") {
+  Job job = load_scenario(data_dir() / "tests/fixtures/traces/deepseek-v3-dualpipe-chunk.json");
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary trace = summarize_trace(read_gpu_trace(kTrace), classes);
+  Diagnostics d;
+  SourceFile src{"profile", {}, &d, {}};
+  const Json raw = load_profile_document(data_dir() / "hw_profiles/gpus/h800-sxm-deepseek-2024.json", false, src);
+  REQUIRE(d.empty());
+  const TraceCalibration c = calibrate_from_trace(raw, job, trace, 1);
+  REQUIRE(c.fits.size() == 4);
+  for (const TraceFit& f : c.fits) {
+    INFO(f.field);
+    CHECK(f.measured > 0);
+    CHECK_FALSE(f.capped);
+    CHECK(f.predicted_after == doctest::Approx(f.measured).epsilon(0.005));
+    CHECK(c.profile["sources"][f.field].get<std::string>().find("calibrated by plumb calibrate --trace") == 0);
+  }
+  CHECK(c.span_before == doctest::Approx(c.measured_span * (1 - 0.144)).epsilon(0.01));
+  // The span is the schedule's overlap of the pair with the calibrated kernel rates: predicted, not fitted.
+  CHECK(std::abs(c.span_after / c.measured_span - 1) < 0.05);
+  // plumb compare with the calibrated profile: every fitted class and the span within 10% of the trace.
+  std::optional<GpuSpec> gpu = read_gpu(c.profile, "", src);
+  REQUIRE(gpu);
+  job.cluster.gpu = *gpu;
+  const TraceComparison after = compare_trace(job, trace, 1);
+  CHECK(std::abs(after.predicted_span / after.measured_span - 1) < 0.10);
+  for (const TraceClassComparison& r : after.classes)
+    if (r.op != "communication") {
+      INFO(r.op);
+      CHECK(std::abs(r.predicted / r.measured - 1) < 0.10);
+    }
 }

@@ -85,4 +85,34 @@ Json calibration_json(const Calibration& c) {
   return {{"fits", fits}, {"profile", c.profile}};
 }
 
+std::string trace_calibration_report(const TraceCalibration& c) {
+  std::string out = fmt::format("{:<38} {:>8} {:>12} {:>14} {:>13} {:>8}\n", "figure (fitted to the trace's classes)", "kernels", "measured ms",
+                                "plumb before", "plumb after", "scale");
+  for (const TraceFit& f : c.fits) {
+    if (f.measured <= 0) {
+      out += fmt::format("{:<38} {:>8} {:>12}   not fitted: the trace has no {} kernels\n", f.field, 0, "–", f.classes);
+      continue;
+    }
+    out += fmt::format("{:<38} {:>8} {:>12.3f} {:>14.3f} {:>13.3f} {:>8.4f}{}\n", f.field, f.kernels, 1e3 * f.measured, 1e3 * f.predicted_before,
+                       1e3 * f.predicted_after, f.scale, f.capped ? "  (capped at the peak)" : "");
+  }
+  out += fmt::format("\nthe stage's span, not fitted: measured {:.3f} ms, plumb {:.3f} ms before ({:+.1f}%), {:.3f} ms with the calibrated "
+                     "profile ({:+.1f}%)\n",
+                     1e3 * c.measured_span, 1e3 * c.span_before, 100 * (c.span_before / c.measured_span - 1), 1e3 * c.span_after,
+                     100 * (c.span_after / c.measured_span - 1));
+  out += "communication is not fitted: a communication kernel's time in a trace includes its wait for its peers\n";
+  return out;
+}
+
+Json trace_calibration_json(const TraceCalibration& c) {
+  Json fits = Json::array();
+  for (const TraceFit& f : c.fits)
+    fits.push_back({{"term", f.field}, {"classes", f.classes}, {"kernels", f.kernels}, {"measured_s", f.measured},
+                    {"predicted_before_s", f.predicted_before}, {"predicted_after_s", f.predicted_after}, {"scale", f.scale},
+                    {"capped", f.capped}});
+  return {{"fits", fits},
+          {"span", {{"measured_s", c.measured_span}, {"before_s", c.span_before}, {"after_s", c.span_after}}},
+          {"profile", c.profile}};
+}
+
 }  // namespace plumb

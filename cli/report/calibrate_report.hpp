@@ -4,10 +4,14 @@
 
 #include "models/input/json_reader.hpp"
 #include "validate/calibrate/calibrate.hpp"
+#include "validate/run/trace_calibrate.hpp"
 
 namespace plumb {
 
 std::string calibration_report(const Calibration& c);
 Json calibration_json(const Calibration& c);
+// plumb calibrate --trace: each fitted figure with the trace's time, plumb's before and after, and the span.
+std::string trace_calibration_report(const TraceCalibration& c);
+Json trace_calibration_json(const TraceCalibration& c);
 
 }  // namespace plumb

@@ -28,7 +28,17 @@ struct TraceComparison {
   double unknown = 0;                  // trace seconds in kernels no class rule knew
 };
 
+// plumb's GPU time for a stage's layers over their three passes (recomputation included), per op class
+// plumb prices, attention's forward apart from its backward; its TP/EP/CP communication; and its span.
+struct StagePrediction {
+  std::int64_t layers = 0;
+  double gemm = 0, attention_forward = 0, attention_backward = 0, memory = 0, communication = 0;
+  bool pair = false;
+  double span = 0;
+};
 // Throws InputError naming --stage when the stage is not one of the job's or holds no layer.
+StagePrediction predict_stage(const Job& job, std::int64_t stage);
+
 TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::int64_t stage);
 
 }  // namespace plumb

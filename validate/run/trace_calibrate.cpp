@@ -1,0 +1,126 @@
+#include "validate/run/trace_calibrate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "models/hardware/hardware.hpp"
+#include "models/input/diagnostics.hpp"
+#include "validate/run/trace_compare.hpp"
+
+namespace plumb {
+
+namespace {
+
+// Scales a share of the peak in place, at most 1; whether it hit the cap.
+bool scale_share(Json& value, double s) {
+  const double scaled = value.get<double>() * s;
+  value = std::round(std::min(1.0, scaled) * 10000) / 10000;
+  return scaled > 1.0;
+}
+
+// Every GEMM figure: each shape model's ceiling (and its weight-gradient and grouped kernels') and
+// each efficiency table's rows.
+bool scale_gemms(Json& profile, double s) {
+  bool capped = false;
+  if (profile.contains("gemm_model"))
+    for (auto& [dtype, model] : profile["gemm_model"].items()) {
+      capped |= scale_share(model["ceiling"], s);
+      for (const char* kernel : {"weight_gradient", "grouped"})
+        if (model.contains(kernel)) {
+          capped |= scale_share(model[kernel]["ceiling"], s);
+          if (model[kernel].contains("weight_gradient")) capped |= scale_share(model[kernel]["weight_gradient"]["ceiling"], s);
+        }
+    }
+  for (const char* table : {"gemm_efficiency", "gemm_efficiency_fp8"})
+    if (profile.contains(table))
+      for (Json& row : profile[table]) capped |= scale_share(row["efficiency"], s);
+  return capped;
+}
+
+GpuSpec read_profile_json(const Json& profile) {
+  Diagnostics d;
+  SourceFile src{"the calibrated profile", {}, &d, {}};
+  std::optional<GpuSpec> gpu = read_gpu(profile, "", src);
+  d.throw_if_any();
+  return *gpu;
+}
+
+struct Measured {
+  double gemm = 0, attention_forward = 0, attention_backward = 0, memory = 0;
+  std::uint64_t gemm_kernels = 0, forward_kernels = 0, backward_kernels = 0, memory_kernels = 0;
+};
+
+Measured measured_of(const TraceSummary& t) {
+  Measured m;
+  for (const ClassTotal& c : t.classes) {
+    const double s = c.time_us * 1e-6;
+    if (c.plumb_op == "gemm") m.gemm += s, m.gemm_kernels += c.kernels;
+    else if (c.name == "attention_forward") m.attention_forward += s, m.forward_kernels += c.kernels;
+    else if (c.name == "attention_backward") m.attention_backward += s, m.backward_kernels += c.kernels;
+    else if (c.plumb_op == "memory") m.memory += s, m.memory_kernels += c.kernels;
+  }
+  return m;
+}
+
+}  // namespace
+
+TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, const TraceSummary& trace, std::int64_t stage) {
+  TraceCalibration c;
+  c.profile = profile_json;
+  const Measured m = measured_of(trace);
+  const bool flash2 = job.training.attention_kernel == AttentionKernel::flash2;
+  const GpuSpec original = read_profile_json(c.profile);
+  const std::string forward_field = flash2 ? "attention_flash2_efficiency" : "attention_efficiency";
+  const std::string backward_field = flash2 ? "attention_flash2_backward_efficiency" : "attention_backward_efficiency";
+  // Figures the profile leaves to others get their effective values first, so they can be scaled.
+  auto effective = [&](const std::string& field, double value) {
+    if (c.profile.contains(field)) return;
+    c.profile[field] = value;
+    c.profile["sources"][field] = "the figure plumb used before (the profile left it to another)";
+  };
+  effective(forward_field, original.attention_efficiency_of(flash2, false));
+  effective(backward_field, original.attention_efficiency_of(flash2, true));
+  effective("hbm_efficiency", original.hbm_efficiency);
+  Job priced = job;
+  priced.cluster.gpu = original;
+  const StagePrediction before = predict_stage(priced, stage);
+  c.measured_span = trace.span_us * 1e-6;
+  c.span_before = before.span;
+  c.fits = {{"gemm_model", "gemm, grouped_gemm", m.gemm_kernels, m.gemm, before.gemm},
+            {forward_field, "attention_forward", m.forward_kernels, m.attention_forward, before.attention_forward},
+            {backward_field, "attention_backward", m.backward_kernels, m.attention_backward, before.attention_backward},
+            {"hbm_efficiency", "every memory-bound class", m.memory_kernels, m.memory, before.memory}};
+  StagePrediction now = before;
+  for (int round = 0; round < 6; ++round) {
+    const double predicted[] = {now.gemm, now.attention_forward, now.attention_backward, now.memory};
+    bool agree = true;
+    for (std::size_t i = 0; i < c.fits.size(); ++i) {
+      TraceFit& f = c.fits[i];
+      if (f.measured <= 0 || predicted[i] <= 0 || f.capped) continue;
+      const double s = predicted[i] / f.measured;
+      if (std::abs(s - 1) < 1e-3) continue;
+      agree = false;
+      f.scale *= s;
+      f.capped = f.field == "gemm_model" ? scale_gemms(c.profile, s) : scale_share(c.profile[f.field], s);
+    }
+    if (agree) break;
+    priced.cluster.gpu = read_profile_json(c.profile);
+    now = predict_stage(priced, stage);
+  }
+  const double after[] = {now.gemm, now.attention_forward, now.attention_backward, now.memory};
+  for (std::size_t i = 0; i < c.fits.size(); ++i) {
+    TraceFit& f = c.fits[i];
+    f.predicted_after = after[i];
+    if (f.measured <= 0) continue;
+    c.profile["sources"][f.field] = fmt::format(
+        "calibrated by plumb calibrate --trace {} (stage {} of {}, {} layers): {} kernels of {} took {:.3f} ms, plumb {:.3f} ms before, "
+        "{:.3f} ms after scaling by {:.4f}{}; earlier: {}",
+        trace.file, stage, job.name, now.layers, f.kernels, f.classes, 1e3 * f.measured, 1e3 * f.predicted_before, 1e3 * f.predicted_after,
+        f.scale, f.capped ? " (capped at the datasheet peak)" : "", profile_json["sources"].value(f.field, std::string("none")));
+  }
+  c.span_after = now.span;
+  return c;
+}
+
+}  // namespace plumb

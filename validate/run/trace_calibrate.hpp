@@ -1,0 +1,37 @@
+#pragma once
+// plumb calibrate --trace: a GPU profile fitted so that one pipeline stage of a scenario, priced with
+// it, spends the GPU time its profiler trace shows per op class — GEMMs (every GEMM model's ceiling and
+// table scaled alike), attention forward and backward (the fused-attention efficiencies the scenario's
+// kernel uses), memory-bound kernels (hbm_efficiency). Each figure is scaled by predicted over measured
+// time and the stage priced again until they agree (op times are rooflines, so a few rounds), capped
+// at the datasheet peak. Communication is not fitted: a communication kernel's time in a trace
+// includes its wait for the peers.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/input/json_reader.hpp"
+#include "models/scenario/job.hpp"
+#include "validate/trace/trace_summary.hpp"
+
+namespace plumb {
+
+struct TraceFit {
+  std::string field;     // gemm_model (every GEMM figure), attention_efficiency, attention_backward_efficiency, hbm_efficiency
+  std::string classes;   // the trace's kernel classes it was fitted to
+  std::uint64_t kernels = 0;
+  double measured = 0, predicted_before = 0, predicted_after = 0;  // seconds
+  double scale = 1;       // applied to the figure
+  bool capped = false;    // the figure reached the datasheet peak before the times agreed
+};
+
+struct TraceCalibration {
+  Json profile;  // the calibrated GPU profile, ready to write
+  std::vector<TraceFit> fits;
+  double measured_span = 0, span_before = 0, span_after = 0;  // the stage's span (F&B pair where paired)
+};
+
+// `profile_json`: the GPU profile as written (whole, its base resolved); `job` priced with it.
+TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, const TraceSummary& trace, std::int64_t stage);
+
+}  // namespace plumb
