@@ -1,11 +1,15 @@
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "models/input/diagnostics.hpp"
 #include "cli/report/compare_report.hpp"
+#include "cli/report/suite_report.hpp"
 #include "cli/report/trace_report.hpp"
+#include "validate/logs/training_log.hpp"
 
 namespace plumb::cli {
 namespace {
@@ -22,9 +26,36 @@ int run_compare_trace(const Args& args) {
   return kOk;
 }
 
+// Whether a file is JSON (a measured run) rather than text (a training log): its first non-blank byte.
+bool looks_like_json(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char c = 0;
+  while (in.get(c) && std::isspace(static_cast<unsigned char>(c))) {
+  }
+  return !in || c == '{';
+}
+
+// plumb compare SCENARIO train.log: the log's steady state as measurements beside the scenario's step.
+int run_compare_log(const Args& args) {
+  if (args.positionals().size() != 2) throw UsageError("a training log names no scenario: plumb compare SCENARIO train.log");
+  PublishedCase c;
+  c.job = load_scenario(args.positional(0), args.values("--set"));
+  const TrainingLog log = read_training_log(args.positional(1));
+  c.id = std::filesystem::path(log.file).filename().string();
+  c.group = log.format + " log";
+  c.source = fmt::format("{}: {} iterations logged, the median after the first", log.file, log.iterations);
+  c.measured = log_measurements(log, c.memory_kind);
+  const SuiteResult result = run_suite({c});
+  if (args.flag("--json")) std::cout << suite_json(result).dump(2) << "\n";
+  else std::cout << suite_text(result, 1);
+  return result.cases.front().failure.empty() ? kOk : kInternal;
+}
+
 int run_compare(const Args& args) {
   if (args.flag("--trace")) return run_compare_trace(args);
-  if (args.flag("--stage") || args.flag("--set")) throw UsageError("--stage and --set go with --trace");
+  const std::string& measured_file = args.positional(args.positionals().size() - 1);
+  if (!looks_like_json(measured_file)) return run_compare_log(args);
+  if (args.flag("--stage") || args.flag("--set")) throw UsageError("--stage and --set go with --trace or a training log");
   // plumb compare [SCENARIO] MEASURED.json: the scenario, when given, replaces the one the file names
   // (a run measured on another machine names its path there).
   const bool scenario_given = args.positionals().size() == 2;
@@ -47,7 +78,8 @@ int run_compare(const Args& args) {
 const Command& compare_command() {
   static const Command command{
       {"compare",
-       "plumb compare [SCENARIO] MEASURED.json [--profile P] [--json] | plumb compare SCENARIO --trace TRACE [--stage K] [--set ...] [--json]",
+       "plumb compare [SCENARIO] MEASURED.json [--profile P] [--json] | plumb compare SCENARIO train.log [--set ...] [--json] | "
+       "plumb compare SCENARIO --trace TRACE [--stage K] [--set ...] [--json]",
        "Predicts the single-GPU run that plumb-validate run measured (the file names its scenario, overrides,\n"
        "virtual stages and device) — the same shrunk job, simulated with the profile of the GPU it ran on, or\n"
        "with --profile (a calibrated profile from plumb calibrate) — and prints predicted against measured:\n"
@@ -58,13 +90,16 @@ const Command& compare_command() {
        "With --trace, sets one pipeline stage of the scenario (--stage, default 0) beside a PyTorch profiler trace of\n"
        "its forward and backward (plain or gzip; DualPipe's F&B pair, for one): GPU time per op class plumb prices\n"
        "(GEMM, attention, memory-bound, communication; the trace's kernels sorted as plumb trace does) and the span,\n"
-       "predicted against measured, worst first.",
+       "predicted against measured, worst first.\n"
+       "With a training log instead of MEASURED.json (Megatron-LM's iteration and memory lines, torchtitan's metric\n"
+       "lines), its steady state — the median over the iterations after the first: step time, TFLOP/s or tokens/s\n"
+       "per GPU, MFU, peak memory — is set beside the scenario's simulated step as plumb validate sets a case.",
        {"[SCENARIO]", "MEASURED.json"},
        {{"--profile", "P", "the GPU profile to predict with: a catalogue name or a calibrated profile's path"},
         {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON (with --trace: classes[], span)"},
         {"--trace", "FILE", "a PyTorch profiler trace of one stage's forward and backward to set beside the scenario"},
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
-        {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true}}},
+        {"--set", "KEY=VALUE", "with --trace or a training log: override a scenario field (repeatable)", true}}},
       run_compare};
   return command;
 }

@@ -19,6 +19,7 @@
 #include "sim/limits.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
+#include "validate/logs/training_log.hpp"
 #include "validate/run/measured_run.hpp"
 #include "validate/trace/trace_summary.hpp"
 
@@ -149,12 +150,20 @@ void profiler_trace(const std::uint8_t* data, std::size_t size) {
   refusing_cleanly([&] { summarize_trace(read_gpu_trace(path.string()), classes); });
 }
 
+void training_log(const std::uint8_t* data, std::size_t size) {
+  const std::filesystem::path path = write_scratch("train.log", text_of(data, size));
+  refusing_cleanly([&] {
+    MemoryKind kind = MemoryKind::allocated;
+    log_measurements(read_training_log(path.string()), kind);
+  });
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> list{{"scenario", scenario},         {"model_preset", model_preset},
                                             {"hf_config", hf_config},       {"gpu_profile", gpu_profile},
                                             {"fabric_profile", fabric_profile}, {"nccl_tests_log", nccl_tests_log},
                                             {"measurements", measurements}, {"measured_run", measured_run},
-                                            {"profiler_trace", profiler_trace}};
+                                            {"profiler_trace", profiler_trace}, {"training_log", training_log}};
   return list;
 }
 

@@ -30,6 +30,8 @@ void measurements(const std::uint8_t* data, std::size_t size);
 void measured_run(const std::uint8_t* data, std::size_t size);
 // A PyTorch profiler trace (plain; gzip goes through the same reader), read and summarised.
 void profiler_trace(const std::uint8_t* data, std::size_t size);
+// A Megatron-LM or torchtitan training log, read and turned into measurements.
+void training_log(const std::uint8_t* data, std::size_t size);
 
 const std::vector<TargetInfo>& targets();
 
