@@ -25,6 +25,7 @@ const Command& calibrate_command();
 const Command& compare_command();
 const Command& validate_command();
 const Command& trace_command();
+const Command& import_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);

@@ -25,7 +25,7 @@ const std::vector<const Command*>& commands() {
                                                 &plumb::cli::memory_command(), &plumb::cli::schedule_command(),
                                                 &plumb::cli::collective_command(), &plumb::cli::ops_command(), &plumb::cli::calibrate_command(),
                                                 &plumb::cli::compare_command(), &plumb::cli::validate_command(),
-                                                &plumb::cli::trace_command()};
+                                                &plumb::cli::trace_command(), &plumb::cli::import_command()};
   return list;
 }
 
