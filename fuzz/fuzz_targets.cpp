@@ -19,6 +19,8 @@
 #include "sim/limits.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
+#include "validate/imports/megatron_args.hpp"
+#include "validate/imports/torchtitan_config.hpp"
 #include "validate/logs/training_log.hpp"
 #include "validate/run/measured_run.hpp"
 #include "validate/trace/trace_summary.hpp"
@@ -158,12 +160,22 @@ void training_log(const std::uint8_t* data, std::size_t size) {
   });
 }
 
+void launch_config(const std::uint8_t* data, std::size_t size) {
+  const std::string text(text_of(data, size));
+  ImportOptions options;
+  options.nodes = 4;
+  options.vocab = 32000;
+  refusing_cleanly([&] { import_megatron(text, "launch.sh", options); });
+  refusing_cleanly([&] { import_torchtitan(text, "train.toml", options); });
+}
+
 const std::vector<TargetInfo>& targets() {
   static const std::vector<TargetInfo> list{{"scenario", scenario},         {"model_preset", model_preset},
                                             {"hf_config", hf_config},       {"gpu_profile", gpu_profile},
                                             {"fabric_profile", fabric_profile}, {"nccl_tests_log", nccl_tests_log},
                                             {"measurements", measurements}, {"measured_run", measured_run},
-                                            {"profiler_trace", profiler_trace}, {"training_log", training_log}};
+                                            {"profiler_trace", profiler_trace}, {"training_log", training_log},
+                                            {"launch_config", launch_config}};
   return list;
 }
 

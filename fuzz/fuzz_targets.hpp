@@ -32,6 +32,8 @@ void measured_run(const std::uint8_t* data, std::size_t size);
 void profiler_trace(const std::uint8_t* data, std::size_t size);
 // A Megatron-LM or torchtitan training log, read and turned into measurements.
 void training_log(const std::uint8_t* data, std::size_t size);
+// A launch configuration: the same bytes as a Megatron-LM launch and as a torchtitan TOML config.
+void launch_config(const std::uint8_t* data, std::size_t size);
 
 const std::vector<TargetInfo>& targets();
 

@@ -10,6 +10,7 @@
 #include "models/scenario/job.hpp"
 #include "models/spec/param_count.hpp"
 #include "validate/imports/megatron_args.hpp"
+#include "validate/imports/torchtitan_config.hpp"
 
 using namespace plumb;
 namespace fs = std::filesystem;
@@ -25,7 +26,7 @@ std::string text_of(const fs::path& p) {
 
 TEST_CASE("a Megatron-LM launch of Llama 3 70B imports as its layout and the Llama 3 70B of plumb's preset") {
   const fs::path launch = data_dir() / "tests/fixtures/launch/megatron-llama3-70b.sh";
-  const MegatronImport imported = import_megatron(text_of(launch), "launch.sh", {});
+  const ScenarioImport imported = import_megatron(text_of(launch), "launch.sh", {});
   const Json& p = imported.scenario["parallel"];
   CHECK(p["tp"] == 8);
   CHECK(p["pp"] == 4);
@@ -65,4 +66,38 @@ TEST_CASE("a Megatron-LM launch: contradictions, bad values and missing sizes ar
                        doctest::Contains("10 layers are not a multiple of pp 2 × 3"), InputError);
   CHECK_THROWS_WITH_AS(import_megatron("--micro-batch-size 1 --micro-batch-size 2 --vocab-size 100 --nnodes 1", "a", o),
                        doctest::Contains("given twice, 1 and 2"), InputError);
+}
+
+TEST_CASE("a torchtitan config of December 2024 imports as the published case of the same run") {
+  // ground-truth.md §A's first row: Llama 3.1 8B, FSDP on 8 H100, per-op SAC, batch 2 × 8K per GPU.
+  ImportOptions o;
+  o.nodes = 1;
+  const ScenarioImport imported = import_torchtitan(text_of(data_dir() / "tests/fixtures/launch/torchtitan-llama3-8b.toml"), "tt.toml", o);
+  const Json published = Json::parse(text_of(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json"));
+  CHECK(imported.scenario["framework"] == published["framework"]);
+  CHECK(imported.scenario["model"] == published["model"]);
+  for (const char* key : {"tp", "pp", "dp", "micro_batch", "recompute"}) {
+    INFO(key);
+    CHECK(imported.scenario["parallel"][key] == published["parallel"][key]);
+  }
+  for (const char* key : {"seq_len", "global_batch", "precision"}) {
+    INFO(key);
+    CHECK(imported.scenario["training"][key] == published["training"][key]);
+  }
+  CHECK(imported.unknown.empty());
+}
+
+TEST_CASE("torchtitan configs: TOML outside the subset and contradictory degrees are errors naming the line or the key") {
+  ImportOptions o;
+  o.nodes = 1;
+  CHECK_THROWS_WITH_AS(import_torchtitan("[model]\nname = \"llama3\"\nflavor = 8B\n", "t.toml", o), doctest::Contains("line 3: flavor: \"8B\" is not a string"), InputError);
+  CHECK_THROWS_WITH_AS(import_torchtitan("[model\n", "t.toml", o), doctest::Contains("line 1: a section header"), InputError);
+  CHECK_THROWS_WITH_AS(import_torchtitan("[model]\nname = \"llama3\"\nname = \"x\"\n", "t.toml", o), doctest::Contains("line 3: name is given twice"), InputError);
+  CHECK_THROWS_WITH_AS(
+      import_torchtitan("[model]\nname = \"llama3\"\nflavor = \"8B\"\n[parallelism]\ntensor_parallel_degree = 4\ndata_parallel_shard_degree = 4\n", "t.toml", o),
+      doctest::Contains("parallelism.data_parallel_shard_degree: tp 4 × pp 1 × cp 1 × replicate 1 × shard 4 is not the 8 GPUs"), InputError);
+  CHECK_THROWS_WITH_AS(import_torchtitan("[model]\nname = \"llama3\"\nflavor = \"7B\"\n", "t.toml", o), doctest::Contains("model.flavor: llama3 7B is not one"),
+                       InputError);
+  o.nodes = 0;
+  CHECK_THROWS_WITH_AS(import_torchtitan("[model]\nname = \"llama3\"\nflavor = \"8B\"\n", "t.toml", o), doctest::Contains("give plumb import --nodes N"), InputError);
 }

@@ -133,8 +133,8 @@ const std::set<std::string>& ignored_flags() {
 
 }  // namespace
 
-MegatronImport import_megatron(const std::string& text, const std::string& file, const ImportOptions& options) {
-  MegatronImport out;
+ScenarioImport import_megatron(const std::string& text, const std::string& file, const ImportOptions& options) {
+  ScenarioImport out;
   std::vector<Diagnostic> problems;
   auto problem = [&](const Flag& f, const std::string& message) {
     problems.push_back({file, fmt::format("{} (argument {})", f.name, f.position), message});
