@@ -34,10 +34,11 @@ int report(const Job& base, const PlanSpace& space, const PlanOutcome& o, const 
   else std::cout << plan_table(base, space, o, rows);
   if (args.flag("--emit")) {
     std::string what = args.value("--emit");
-    if (what != "megatron") throw UsageError(unknown_word_message("--emit", what, {"megatron"}));
+    if (what != "megatron" && what != "torchtitan") throw UsageError(unknown_word_message("--emit", what, {"megatron", "torchtitan"}));
     std::string why;
     Job best = *job_at(base, space, point_at(space, o.ranked.front().index), &why);
-    std::cout << (args.flag("--json") ? "" : "\nMegatron-LM flags of the best layout:\n") << megatron_flags(best);
+    if (what == "megatron") std::cout << (args.flag("--json") ? "" : "\nMegatron-LM flags of the best layout:\n") << megatron_flags(best);
+    else std::cout << (args.flag("--json") ? "" : "\ntorchtitan settings of the best layout:\n") << torchtitan_toml(best);
   }
   return kOk;
 }
@@ -100,7 +101,7 @@ const std::vector<OptionSpec>& output_options() {
       {"--csv", "FILE", "write every feasible layout, ranked, as CSV"},
       {"--svg", "FILE", "plot the Pareto frontier and the time breakdown of the best layouts"},
       {"--rows", "N", "layouts in the table and in best[] (20)"},
-      {"--emit", "megatron", "print the Megatron-LM flags of the best layout"},
+      {"--emit", "megatron|torchtitan", "print the best layout as Megatron-LM flags or as torchtitan TOML settings"},
       {"--threads", "N", "threads (default: every core)"},
       {"--no-simulate", "", "rank by the analytic estimate only"},
       {"--set", "KEY=VALUE", "override a scenario field, e.g. --set plan.max_days=60 (repeatable)", true}};
@@ -112,7 +113,7 @@ const std::vector<OptionSpec>& output_options() {
 const Command& plan_command() {
   static const Command command{
       {"plan",
-       "plumb plan SCENARIO [--json] [--csv F] [--svg F] [--rows N] [--emit megatron] [--threads N]\n"
+       "plumb plan SCENARIO [--json] [--csv F] [--svg F] [--rows N] [--emit megatron|torchtitan] [--threads N]\n"
        "           [--shard I/N --out F] [--mpi] [--no-simulate] [--set key=value ...]",
        "Searches the layouts of the scenario's \"plan\" section (parallel sizes, ZeRO, schedules, micro-batch,\n"
        "recomputation, precision, GPU, fabric, cluster sizes; ranges around the scenario's own values where it\n"
@@ -135,7 +136,7 @@ const Command& plan_command() {
 const Command& merge_command() {
   static const Command command{
       {"merge",
-       "plumb merge SCENARIO PART.json... [--json] [--csv F] [--svg F] [--rows N] [--emit megatron] [--threads N]",
+       "plumb merge SCENARIO PART.json... [--json] [--csv F] [--svg F] [--rows N] [--emit megatron|torchtitan] [--threads N]",
        "Combines the partial results of plumb plan --shard I/N (e.g. from a SLURM job array) into one ranking,\n"
        "re-ranks the best with the discrete-event simulation and reports as plumb plan does. The result equals\n"
        "a single plumb plan run of the same scenario.",

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/report/plan_report.hpp"
 #include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"
 #include "models/scenario/job.hpp"
@@ -100,4 +101,27 @@ TEST_CASE("torchtitan configs: TOML outside the subset and contradictory degrees
                        InputError);
   o.nodes = 0;
   CHECK_THROWS_WITH_AS(import_torchtitan("[model]\nname = \"llama3\"\nflavor = \"8B\"\n", "t.toml", o), doctest::Contains("give plumb import --nodes N"), InputError);
+}
+
+TEST_CASE("plan --emit torchtitan writes settings that plumb import torchtitan reads back as the same layout") {
+  for (const char* name : {"torchtitan-h100-70b-fsdp32-tp8", "torchtitan-h100-405b-fsdp8-tp8-pp8-interleaved", "torchtitan-h100-8b-fsdp8-sac"}) {
+    INFO(name);
+    const Job job = load_scenario(data_dir() / "scenarios/published" / (std::string(name) + ".json"));
+    const std::string flavor = job.model.name == "llama3-8b" ? "8B" : job.model.name == "llama3-70b" ? "70B" : "405B";
+    const std::string toml = "[model]\nname = \"llama3\"\nflavor = \"" + flavor + "\"\n" + torchtitan_toml(job);
+    ImportOptions o;
+    o.nodes = job.cluster.nodes;
+    const ScenarioImport back = import_torchtitan(toml, "emitted.toml", o);
+    const Json& p = back.scenario["parallel"];
+    CHECK(p["tp"] == job.layout.tp);
+    CHECK(p["pp"] == job.layout.pp);
+    CHECK(p["dp"] == job.layout.dp);
+    CHECK(p["micro_batch"] == job.layout.micro_batch);
+    CHECK(back.scenario["training"]["global_batch"] == job.training.global_batch);
+    CHECK(back.scenario["training"]["seq_len"] == job.training.seq_len);
+    CHECK((back.scenario["training"]["precision"] == "fp8") == (job.training.precision == Precision::fp8));
+    CHECK((p["recompute"] == "full") == job.layout.recompute.full);
+    if (job.layout.pp > 1) CHECK(p["schedule"] == std::string(schedule_name(job.layout.schedule)));
+    CHECK(back.unknown.empty());
+  }
 }

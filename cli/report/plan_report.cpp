@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 
 #include "models/input/diagnostics.hpp"
 #include "cli/report/schedule_report.hpp"
@@ -269,6 +270,44 @@ std::string megatron_flags(const Job& job) {
   if (l.split != PipelineSplit::even)
     out += "# uneven stages: add --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers as plumb split them\n";
   return out;
+}
+
+std::string torchtitan_toml(const Job& job) {
+  const ParallelLayout& l = job.layout;
+  std::string notes;
+  const std::int64_t per_rank = job.training.global_batch / l.dp;  // sequences per data-parallel rank per step
+  std::string out = "# torchtitan settings of the layout (TOML, torchtitan's train_configs of 2025): merge into the job's config\n";
+  out += fmt::format("[training]\nlocal_batch_size = {}\nglobal_batch_size = {}\nseq_len = {}\n", l.pp > 1 ? per_rank : l.micro_batch,
+                     job.training.global_batch, job.training.seq_len);
+  // ZeRO-3 is FSDP (sharding); no sharding is replication; torchtitan has no ZeRO-1 or 2.
+  const bool shard = l.zero >= 1;
+  if (l.zero == 1 || l.zero == 2) notes += fmt::format("# torchtitan has no ZeRO-{}: FSDP (ZeRO-3) shards more than the layout plumb priced\n", l.zero);
+  out += fmt::format("\n[parallelism]\ndata_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", shard ? 1 : l.dp, shard ? l.dp : 1);
+  out += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", l.tp, l.pp, l.cp);
+  if (job.model.moe) out += fmt::format("expert_parallel_degree = {}\n", l.ep);
+  if (l.pp > 1) {
+    static const std::map<ScheduleKind, std::string> names = {{ScheduleKind::gpipe, "GPipe"},
+                                                              {ScheduleKind::one_f_one_b, "1F1B"},
+                                                              {ScheduleKind::interleaved, "Interleaved1F1B"},
+                                                              {ScheduleKind::zb_v, "ZBVZeroBubble"}};
+    auto name = names.find(l.schedule);
+    out += fmt::format("pipeline_parallel_schedule = \"{}\"\npipeline_parallel_microbatch_size = {}\n", name != names.end() ? name->second : "1F1B",
+                       l.micro_batch);
+    if (name == names.end()) notes += fmt::format("# torchtitan has no {} schedule: 1F1B with the same layout\n", schedule_name(l.schedule));
+    if (l.schedule == ScheduleKind::interleaved && l.vp != 2)
+      notes += fmt::format("# {} virtual stages per rank: set pipeline_parallel_layers_per_stage to {}\n", l.vp, job.model.layers / (l.pp * l.vp));
+  }
+  if (!l.reshard_after_forward) out += "fsdp_reshard_after_forward = \"never\"\n";
+  const Recompute& rc = l.recompute;
+  out += "\n[activation_checkpoint]\n";
+  if (rc.full) out += "mode = \"full\"\n";
+  else if (rc.alternate_matmuls || rc.matmuls) out += "mode = \"selective\"\nselective_ac_option = \"op\"\n";
+  else out += "mode = \"none\"\n";
+  if (!rc.full && (rc.core_attention || rc.norms || rc.mla_up_proj || rc.activation))
+    notes += fmt::format("# torchtitan has no {} recomputation: none is set\n", rc.label);
+  if (job.training.precision == Precision::fp8) out += "\n[model]\nconverters = [\"float8\"]\n";
+  if (job.training.precision == Precision::fp16) notes += "# torchtitan trains in bf16 (mixed_precision_param), not fp16\n";
+  return out + notes;
 }
 
 Json partial_json(const std::string& scenario, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size) {

@@ -22,6 +22,9 @@ std::string infeasible_explanation(const PlanOutcome& o);
 // Megatron-LM's command-line flags for the job's layout (parallel sizes, virtual stages,
 // recomputation, sequence parallelism, distributed optimizer, precision).
 std::string megatron_flags(const Job& job);
+// The layout as torchtitan settings (TOML sections to merge into a train config), with a comment for
+// anything torchtitan cannot express (ZeRO-1/2, schedules it lacks, recomputation lists).
+std::string torchtitan_toml(const Job& job);
 
 // A shard's outcome as a file, and back (throws InputError naming the file on a bad one).
 Json partial_json(const std::string& scenario, const PlanOutcome& o, std::uint64_t shard, std::uint64_t shards, std::uint64_t space_size);
