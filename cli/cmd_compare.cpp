@@ -19,8 +19,11 @@ int run_compare_trace(const Args& args) {
   if (args.positionals().size() != 1) throw UsageError("with --trace, give the scenario alone: plumb compare SCENARIO --trace FILE");
   Job job = load_scenario(args.positional(0), args.values("--set"));
   KernelClassifier classes = KernelClassifier::bundled();
-  const TraceSummary trace = summarize_trace(read_gpu_trace(args.value("--trace")), classes);
-  const TraceComparison c = compare_trace(job, trace, args.integer("--stage", 0, 0, 100'000));
+  const GpuTrace gpu_trace = read_gpu_trace(args.value("--trace"));
+  const TraceSummary trace = summarize_trace(gpu_trace, classes);
+  const std::int64_t stage = args.integer("--stage", 0, 0, 100'000);
+  const TraceComparison c = compare_trace(job, trace, stage);
+  if (args.flag("--timeline")) write_file(args.value("--timeline"), side_by_side_timeline(job, gpu_trace, classes, stage).dump() + "\n");
   if (args.flag("--json")) std::cout << trace_comparison_json(c).dump(2) << "\n";
   else std::cout << trace_comparison_text(c);
   return kOk;
@@ -79,7 +82,7 @@ const Command& compare_command() {
   static const Command command{
       {"compare",
        "plumb compare [SCENARIO] MEASURED.json [--profile P] [--json] | plumb compare SCENARIO train.log [--set ...] [--json] | "
-       "plumb compare SCENARIO --trace TRACE [--stage K] [--set ...] [--json]",
+       "plumb compare SCENARIO --trace TRACE [--stage K] [--timeline F] [--set ...] [--json]",
        "Predicts the single-GPU run that plumb-validate run measured (the file names its scenario, overrides,\n"
        "virtual stages and device) — the same shrunk job, simulated with the profile of the GPU it ran on, or\n"
        "with --profile (a calibrated profile from plumb calibrate) — and prints predicted against measured:\n"
@@ -99,6 +102,7 @@ const Command& compare_command() {
         {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON (with --trace: classes[], span)"},
         {"--trace", "FILE", "a PyTorch profiler trace of one stage's forward and backward to set beside the scenario"},
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
+        {"--timeline", "FILE", "with --trace: write the measured kernels and plumb's run of the stage side by side as a Chrome trace (Perfetto)"},
         {"--set", "KEY=VALUE", "with --trace or a training log: override a scenario field (repeatable)", true}}},
       run_compare};
   return command;

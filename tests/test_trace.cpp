@@ -198,3 +198,23 @@ TEST_CASE("calibrated from the DeepSeek-V3 trace, the chunk's classes meet it an
       CHECK(std::abs(r.predicted / r.measured - 1) < 0.10);
     }
 }
+
+TEST_CASE("compare --trace --timeline: the trace's kernels and plumb's F&B pair side by side in one Chrome trace") {
+  Job job = load_scenario(data_dir() / "tests/fixtures/traces/deepseek-v3-dualpipe-chunk.json");
+  KernelClassifier classes = KernelClassifier::bundled();
+  const GpuTrace trace = read_gpu_trace(kTrace);
+  const Json t = side_by_side_timeline(job, trace, classes, 1);
+  std::size_t measured = 0, predicted = 0;
+  double predicted_end = 0;
+  for (const Json& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    (e["pid"] == 1 ? measured : predicted) += 1;
+    if (e["pid"] == 2) predicted_end = std::max(predicted_end, e["ts"].get<double>() + e["dur"].get<double>());
+    CHECK(e["ts"].get<double>() >= 0);
+  }
+  CHECK(measured == 983);
+  CHECK(predicted > 0);
+  // The pair as the simulated step ran it, from its first task: within the step's own bounds.
+  CHECK(predicted_end > 0.5 * 129012);
+  CHECK(predicted_end < 2 * 129012);
+}

@@ -7,6 +7,7 @@
 #include "models/costs/step_costs.hpp"
 #include "models/input/diagnostics.hpp"
 #include "models/memory/memory.hpp"
+#include "models/step/step_builder.hpp"
 
 namespace plumb {
 
@@ -74,6 +75,67 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
   }
   c.unknown = trace.unknown_time_us * 1e-6;
   return c;
+}
+
+Json side_by_side_timeline(const Job& job, const GpuTrace& trace, KernelClassifier& classes, std::int64_t stage) {
+  Json events = Json::array();
+  auto name_process = [&](int pid, const std::string& name) {
+    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", name}}}});
+  };
+  auto name_thread = [&](int pid, std::int64_t tid, const std::string& name) {
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
+  };
+  // Measured: the trace's GPU events from its first.
+  name_process(1, fmt::format("measured: {}", trace.file));
+  double first = 0;
+  if (!trace.events.empty()) {
+    first = trace.events.front().start_us;
+    for (const GpuEvent& e : trace.events) first = std::min(first, e.start_us);
+  }
+  std::map<std::int32_t, bool> streams;
+  for (const GpuEvent& e : trace.events) {
+    const std::optional<std::size_t> c = classes.classify(trace.names[e.name]);
+    const std::string label = c ? classes.classes()[*c].name : "unknown";
+    events.push_back({{"ph", "X"}, {"pid", 1}, {"tid", e.stream}, {"ts", e.start_us - first}, {"dur", e.duration_us}, {"name", label},
+                      {"args", {{"kernel", trace.names[e.name]}}}});
+    streams[e.stream] = true;
+  }
+  for (const auto& [stream, _] : streams) name_thread(1, stream, fmt::format("stream {}", stream));
+  // Predicted: the simulated step's first op of the stage that is an F&B pair (else its forward and backward).
+  const StepCosts costs = step_costs(job);
+  const StepSimulation sim = simulate_step(job, costs);
+  name_process(2, fmt::format("predicted: plumb, stage {} of {}", stage, job.name));
+  std::vector<std::pair<std::size_t, std::size_t>> chosen;  // (rank, op)
+  for (std::size_t r = 0; r < sim.schedule.ops.size() && chosen.empty(); ++r)
+    for (std::size_t i = 0; i < sim.schedule.ops[r].size(); ++i)
+      if (sim.schedule.ops[r][i].kind == OpKind::forward_backward && sim.schedule.ops[r][i].work.stage == stage) {
+        chosen.emplace_back(r, i);
+        break;
+      }
+  for (std::size_t r = 0; r < sim.schedule.ops.size() && chosen.empty(); ++r) {
+    std::optional<std::size_t> f, b;
+    for (std::size_t i = 0; i < sim.schedule.ops[r].size(); ++i) {
+      const PipeOp& op = sim.schedule.ops[r][i];
+      if (op.work.stage != stage) continue;
+      if (op.kind == OpKind::forward && !f) f = i;
+      if ((op.kind == OpKind::backward || op.kind == OpKind::backward_input) && !b) b = i;
+    }
+    if (f && b) chosen = {{r, *f}, {r, *b}};
+  }
+  sim::Time origin = sim::kNever;
+  for (const auto& [r, i] : chosen)
+    for (sim::TaskId t = sim.op_tasks[r][i].first; t < sim.op_tasks[r][i].second; ++t) origin = std::min(origin, sim.result.start[t]);
+  std::map<sim::StreamId, bool> used;
+  for (const auto& [r, i] : chosen)
+    for (sim::TaskId t = sim.op_tasks[r][i].first; t < sim.op_tasks[r][i].second; ++t) {
+      if (sim.graph.kind(t) == sim::TaskKind::marker) continue;
+      const sim::StreamId s = sim.graph.stream(t);
+      events.push_back({{"ph", "X"}, {"pid", 2}, {"tid", s}, {"ts", sim::to_micros(sim.result.start[t] - origin)},
+                        {"dur", sim::to_micros(sim.result.end[t] - sim.result.start[t])}, {"name", sim.graph.label(t)}});
+      used[s] = true;
+    }
+  for (const auto& [s, _] : used) name_thread(2, s, sim.machine.streams()[static_cast<std::size_t>(s)].name);
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
 }  // namespace plumb

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/scenario/job.hpp"
+#include "validate/trace/trace_reader.hpp"
 #include "validate/trace/trace_summary.hpp"
 
 namespace plumb {
@@ -40,5 +41,10 @@ struct StagePrediction {
 StagePrediction predict_stage(const Job& job, std::int64_t stage);
 
 TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::int64_t stage);
+
+// A Chrome trace (opens in Perfetto) with the measured kernels (a process, a thread per stream, each
+// kernel named by its class) beside plumb's own run of the stage's first F&B pair (or its first forward
+// and backward where the schedule pairs none) from the simulated step: both from time 0.
+Json side_by_side_timeline(const Job& job, const GpuTrace& trace, KernelClassifier& classes, std::int64_t stage);
 
 }  // namespace plumb
