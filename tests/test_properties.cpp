@@ -107,7 +107,8 @@ TEST_CASE("random valid scenarios: clean refusals, and the simulator's invariant
     ++loaded;
     // Memory: the report's parts sum to its total on every rank, and growing HBM never un-fits a layout.
     const MemoryPlan plan = plan_memory(*job);
-    for (const Json& s : memory_report_json(*job, plan)["stages"])
+    const Json memory = memory_report_json(*job, plan);  // kept: a loop over a temporary's member would dangle
+    for (const Json& s : memory["stages"])
       CHECK(close(s["params_bytes"].get<double>() + s["grads_bytes"].get<double>() + s["optimizer_bytes"].get<double>() +
                       s["activations_bytes"].get<double>() + s["other_bytes"].get<double>(),
                   s["total_bytes"].get<double>(), 1e-12));
