@@ -117,7 +117,8 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
         "calibrated by plumb calibrate --trace {} (stage {} of {}, {} layers): {} kernels of {} took {:.3f} ms, plumb {:.3f} ms before, "
         "{:.3f} ms after scaling by {:.4f}{}; earlier: {}",
         trace.file, stage, job.name, now.layers, f.kernels, f.classes, 1e3 * f.measured, 1e3 * f.predicted_before, 1e3 * f.predicted_after,
-        f.scale, f.capped ? " (capped at the datasheet peak)" : "", profile_json["sources"].value(f.field, std::string("none")));
+        f.scale, f.capped ? " (capped at the datasheet peak)" : "",
+        profile_json.contains("sources") && profile_json["sources"].is_object() ? profile_json["sources"].value(f.field, std::string("none")) : "none");
   }
   c.span_after = now.span;
   return c;
