@@ -61,6 +61,18 @@ std::string_view text_of(const std::uint8_t* data, std::size_t size) { return {r
 
 Json parsed(std::string_view text, const SourceFile& src) { return parse_json_text(std::string(text), src); }
 
+// The bytes as a file a scenario refers to (`name` in the scratch folder), read by `read(path, src)`.
+template <class Read>
+void read_as_referenced(const char* name, const std::uint8_t* data, std::size_t size, Read read) {
+  const std::filesystem::path path = write_scratch(name, text_of(data, size));
+  refusing_cleanly([&] {
+    Diagnostics d;
+    SourceFile src{"scenario.json", scratch(), &d, {}};
+    read(path, src);
+    d.throw_if_any();
+  });
+}
+
 }  // namespace
 
 void scenario(const std::uint8_t* data, std::size_t size) {
@@ -98,33 +110,16 @@ void model_preset(const std::uint8_t* data, std::size_t size) {
 }
 
 void hf_config(const std::uint8_t* data, std::size_t size) {
-  const std::filesystem::path path = write_scratch("config.json", text_of(data, size));
-  refusing_cleanly([&] {
-    Diagnostics d;
-    SourceFile src{"scenario.json", scratch(), &d, {}};
-    read_hf_config(path, src, "/model/hf_config");
-    d.throw_if_any();
-  });
+  read_as_referenced("config.json", data, size, [](const std::filesystem::path& p, const SourceFile& src) { read_hf_config(p, src, "/model/hf_config"); });
 }
 
 void gpu_profile(const std::uint8_t* data, std::size_t size) {
-  const std::filesystem::path path = write_scratch("gpu.json", text_of(data, size));
-  refusing_cleanly([&] {
-    Diagnostics d;
-    SourceFile src{"scenario.json", scratch(), &d, {}};
-    read_gpu(Json(path.string()), "/cluster/gpu", src);
-    d.throw_if_any();
-  });
+  read_as_referenced("gpu.json", data, size, [](const std::filesystem::path& p, const SourceFile& src) { read_gpu(Json(p.string()), "/cluster/gpu", src); });
 }
 
 void fabric_profile(const std::uint8_t* data, std::size_t size) {
-  const std::filesystem::path path = write_scratch("fabric.json", text_of(data, size));
-  refusing_cleanly([&] {
-    Diagnostics d;
-    SourceFile src{"scenario.json", scratch(), &d, {}};
-    read_fabric(Json(path.string()), "/cluster/fabric", src);
-    d.throw_if_any();
-  });
+  read_as_referenced("fabric.json", data, size,
+                     [](const std::filesystem::path& p, const SourceFile& src) { read_fabric(Json(p.string()), "/cluster/fabric", src); });
 }
 
 void nccl_tests_log(const std::uint8_t* data, std::size_t size) {

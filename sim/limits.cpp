@@ -22,11 +22,14 @@ double cgroup_limit() {
 }  // namespace
 
 double memory_available_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  double physical = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
-  const double group = cgroup_limit();
-  if (physical <= 0) return group;
-  return group > 0 ? std::min(physical, group) : physical;
+  static const double available = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const double physical = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+    const double group = cgroup_limit();
+    if (physical <= 0) return group;
+    return group > 0 ? std::min(physical, group) : physical;
+  }();  // read once: every simulated step checks against it
+  return available;
 }
 
 void check_memory_estimate(double bytes, const std::string& what, const std::string& fix) {

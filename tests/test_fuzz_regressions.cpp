@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "test_files.hpp"
 #include "fuzz/fuzz_targets.hpp"
 #include "models/input/catalogue.hpp"
 
@@ -41,13 +42,6 @@ std::vector<fs::path> files_of(const fs::path& p) {
   return out;
 }
 
-std::string bytes_of(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 TEST_CASE("every fuzz target reads or cleanly refuses its seeds and every crash fuzzing found") {
@@ -64,7 +58,7 @@ TEST_CASE("every fuzz target reads or cleanly refuses its seeds and every crash 
     for (const fs::path& p : files_of(data_dir() / "tests/fuzz_regressions" / t.name)) inputs.push_back(p);
     for (const fs::path& p : inputs) {
       INFO(t.name << " ← " << fs::relative(p, data_dir()).string());
-      const std::string bytes = bytes_of(p);
+      const std::string bytes = test::file_bytes(p);
       CHECK_NOTHROW(t.run(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
     }
   }

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_files.hpp"
 #include "cli/report/plan_report.hpp"
 #include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"
@@ -16,18 +17,11 @@
 using namespace plumb;
 namespace fs = std::filesystem;
 
-namespace {
-std::string text_of(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-}  // namespace
+using test::file_bytes;
 
 TEST_CASE("a Megatron-LM launch of Llama 3 70B imports as its layout and the Llama 3 70B of plumb's preset") {
   const fs::path launch = data_dir() / "tests/fixtures/launch/megatron-llama3-70b.sh";
-  const ScenarioImport imported = import_megatron(text_of(launch), "launch.sh", {});
+  const ScenarioImport imported = import_megatron(file_bytes(launch), "launch.sh", {});
   const Json& p = imported.scenario["parallel"];
   CHECK(p["tp"] == 8);
   CHECK(p["pp"] == 4);
@@ -73,8 +67,8 @@ TEST_CASE("a torchtitan config of December 2024 imports as the published case of
   // ground-truth.md §A's first row: Llama 3.1 8B, FSDP on 8 H100, per-op SAC, batch 2 × 8K per GPU.
   ImportOptions o;
   o.nodes = 1;
-  const ScenarioImport imported = import_torchtitan(text_of(data_dir() / "tests/fixtures/launch/torchtitan-llama3-8b.toml"), "tt.toml", o);
-  const Json published = Json::parse(text_of(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json"));
+  const ScenarioImport imported = import_torchtitan(file_bytes(data_dir() / "tests/fixtures/launch/torchtitan-llama3-8b.toml"), "tt.toml", o);
+  const Json published = Json::parse(file_bytes(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json"));
   CHECK(imported.scenario["framework"] == published["framework"]);
   CHECK(imported.scenario["model"] == published["model"]);
   for (const char* key : {"tp", "pp", "dp", "micro_batch", "recompute"}) {

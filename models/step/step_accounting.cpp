@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "models/step/step_builder.hpp"
+#include "sim/intervals.hpp"
 
 // What a simulated step's timeline says: where each rank's time went, when each op ran, and the
 // chain of work that set the step time.
@@ -91,15 +92,6 @@ std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s) {
   return rows;
 }
 
-std::vector<std::pair<double, double>> merged_intervals(std::vector<std::pair<double, double>> spans) {
-  std::sort(spans.begin(), spans.end());
-  std::vector<std::pair<double, double>> merged;
-  for (const auto& iv : spans)
-    if (!merged.empty() && iv.first <= merged.back().second) merged.back().second = std::max(merged.back().second, iv.second);
-    else merged.push_back(iv);
-  return merged;
-}
-
 double RankPhases::total() const {
   double t = before + waiting + after;
   for (double x : seconds) t += x;
@@ -126,7 +118,7 @@ std::vector<RankPhases> rank_phases(const StepSimulation& s) {
   for (std::size_t r = 0; r < rows.size(); ++r) {
     // The GPU's busy time as disjoint intervals, to take the idle stretches inside an op's span out of it.
     const std::vector<std::pair<double, double>> merged =
-        gpu_of[r] >= 0 ? merged_intervals(busy[static_cast<std::size_t>(gpu_of[r])]) : std::vector<std::pair<double, double>>{};
+        gpu_of[r] >= 0 ? sim::merged_intervals(busy[static_cast<std::size_t>(gpu_of[r])]) : std::vector<std::pair<double, double>>{};
     auto busy_within = [&, next = std::size_t{0}](double from, double to) mutable {
       while (next < merged.size() && merged[next].second <= from) ++next;
       double t = 0;

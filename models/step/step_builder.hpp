@@ -58,9 +58,6 @@ std::vector<std::string> critical_path_summary(const StepSimulation& s);
 // Each rank's schedule ops with when they ran (seconds): first task start to last task end.
 std::vector<std::vector<PlacedOp>> placed_step_ops(const StepSimulation& s);
 
-// Sorted, disjoint intervals covering the time `spans` cover (overlaps counted once).
-std::vector<std::pair<double, double>> merged_intervals(std::vector<std::pair<double, double>> spans);
-
 // One rank's step split by what its schedule was running, as DeepSeek report DualPipe's step
 // ("Insights into DeepSeek-V3", ISCA 2025, arXiv 2505.09343, Table 4: forward, input backward, weight
 // backward, overlapped 1F1B, bubble, optimizer). An op counts from its first task's start to its last

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "models/input/catalogue.hpp"
+#include "sim/intervals.hpp"
 #include "models/input/diagnostics.hpp"
 #include "models/costs/op_cost.hpp"
 #include "models/step/step_builder.hpp"
@@ -22,7 +23,7 @@ std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<std::tupl
   for (const auto& [r, start, end] : spans) by_rank[r].push_back({start, end});
   std::vector<double> busy(ranks, 0.0);
   for (std::size_t r = 0; r < ranks; ++r)
-    for (const auto& [a, b] : merged_intervals(std::move(by_rank[r]))) busy[r] += b - a;
+    busy[r] = sim::total_length(sim::merged_intervals(std::move(by_rank[r])));
   return busy;
 }
 

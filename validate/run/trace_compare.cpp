@@ -11,18 +11,6 @@
 
 namespace plumb {
 
-namespace {
-
-std::string_view op_class_key(OpClass c) {
-  switch (c) {
-    case OpClass::gemm: return "gemm";
-    case OpClass::attention: return "attention";
-    default: return "memory";
-  }
-}
-
-}  // namespace
-
 StagePrediction predict_stage(const Job& job, std::int64_t stage) {
   const std::vector<StagePlan> plans = stage_plans(job.layout, job.model.mtp_depth);
   if (stage < 0 || stage >= static_cast<std::int64_t>(plans.size()) || plans[static_cast<std::size_t>(stage)].layers < 1)

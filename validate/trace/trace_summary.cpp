@@ -4,42 +4,11 @@
 #include <limits>
 #include <utility>
 
+#include "sim/intervals.hpp"
+
 namespace plumb {
 
-namespace {
-
-using Interval = std::pair<double, double>;
-
-// The union of intervals, as disjoint sorted intervals.
-std::vector<Interval> merged(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::vector<Interval> out;
-  for (const Interval& i : v) {
-    if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
-    else out.push_back(i);
-  }
-  return out;
-}
-
-double length(const std::vector<Interval>& v) {
-  double sum = 0;
-  for (const auto& [a, b] : v) sum += b - a;
-  return sum;
-}
-
-// Length of the intersection of two unions (both disjoint and sorted).
-double intersection(const std::vector<Interval>& x, const std::vector<Interval>& y) {
-  double sum = 0;
-  std::size_t i = 0, j = 0;
-  while (i < x.size() && j < y.size()) {
-    const double lo = std::max(x[i].first, y[j].first), hi = std::min(x[i].second, y[j].second);
-    if (hi > lo) sum += hi - lo;
-    (x[i].second < y[j].second) ? ++i : ++j;
-  }
-  return sum;
-}
-
-}  // namespace
+using sim::Interval;
 
 TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   TraceSummary s;
@@ -99,8 +68,8 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   std::stable_sort(s.unknown.begin(), s.unknown.end(), [](const UnknownKernel& a, const UnknownKernel& b) { return a.time_us > b.time_us; });
   for (auto& [key, spans] : by_stream) {
     StreamTotal st{key.first, key.second, spans.size()};
-    const std::vector<Interval> busy = merged(spans);
-    st.busy_us = length(busy);
+    const std::vector<Interval> busy = sim::merged_intervals(spans);
+    st.busy_us = sim::total_length(busy);
     for (std::size_t i = 1; i < busy.size(); ++i) {
       const double gap = busy[i].first - busy[i - 1].second;
       st.gaps_us += gap;
@@ -109,10 +78,10 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
     st.communication = 2 * stream_communication[key] > st.busy_us;
     s.streams.push_back(st);
   }
-  const std::vector<Interval> c = merged(std::move(compute)), m = merged(std::move(communication));
-  s.compute_busy_us = length(c);
-  s.communication_busy_us = length(m);
-  s.overlap_us = intersection(c, m);
+  const std::vector<Interval> c = sim::merged_intervals(std::move(compute)), m = sim::merged_intervals(std::move(communication));
+  s.compute_busy_us = sim::total_length(c);
+  s.communication_busy_us = sim::total_length(m);
+  s.overlap_us = sim::overlap_length(c, m);
   return s;
 }
 
