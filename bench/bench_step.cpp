@@ -56,7 +56,7 @@ void BM_SimulateStepFull(benchmark::State& state) {
   plumb::StepCosts costs = plumb::step_costs(job);
   double tasks = 0, events = 0;
   for (auto _ : state) {
-    plumb::StepSimulation s = plumb::simulate_step(job, costs, true);
+    plumb::StepSimulation s = plumb::simulate_step(job, costs, plumb::StepMode::full);
     tasks = static_cast<double>(s.graph.size());
     events = static_cast<double>(s.result.events);
   }

@@ -12,7 +12,7 @@ namespace {
 int run_run(const Args& args) {
   Job job = load_scenario(args.positional(0), args.values("--set"));
   StepCosts costs = step_costs(job);
-  StepSimulation sim = simulate_step(job, costs, args.flag("--full"));
+  StepSimulation sim = simulate_step(job, costs, args.flag("--every-gpu") ? StepMode::every_gpu : args.flag("--full") ? StepMode::full : StepMode::symmetric);
   StepReport report = make_step_report(job, sim, costs);
   if (args.flag("--trace")) write_file(args.value("--trace"), sim::chrome_trace(sim.graph, sim.machine, sim.result));
   if (args.flag("--svg")) {
@@ -32,7 +32,7 @@ int run_run(const Args& args) {
 const Command& run_command() {
   static const Command command{
       {"run",
-       "plumb run SCENARIO [--json] [--trace t.json] [--svg t.svg] [--full] [--set key=value ...]",
+       "plumb run SCENARIO [--json] [--trace t.json] [--svg t.svg] [--full [--every-gpu]] [--set key=value ...]",
        "Simulates one optimizer step on the discrete-event engine: the pipeline schedule with every op's\n"
        "compute and communication (TP, EP, CP, PP, DP), gradient reduction, ZeRO gathers and the\n"
        "optimizer. Prints step time, tokens/s, MFU, bubbles, exposed communication, memory per stage,\n"
@@ -42,7 +42,8 @@ const Command& run_command() {
        {{"--json", "", "print the report as JSON"},
         {"--trace", "FILE", "write the step's timeline as a Chrome trace (open in Perfetto)"},
         {"--svg", "FILE", "draw the pipeline schedule as it ran, op by op per rank, as an SVG"},
-        {"--full", "", "simulate every GPU, each collective a barrier over its group (default: one GPU per pipeline rank)"},
+        {"--full", "", "simulate every GPU, each collective a barrier over its group, with the scenario's perturbations; GPUs that run alike are simulated once (default: one GPU per pipeline rank)"},
+        {"--every-gpu", "", "with --full: build every GPU's tasks even where GPUs run alike (slower; checks the classes)"},
         {"--set", "KEY=VALUE", "override a scenario field, e.g. --set parallel.micro_batch=2 (repeatable)", true}}},
       run_run};
   return command;

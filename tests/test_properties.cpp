@@ -147,7 +147,7 @@ TEST_CASE("random valid scenarios: clean refusals, and the simulator's invariant
                 static_cast<double>(job->training.global_batch * job->training.seq_len), 1e-9));
     // Symmetric and full-rank agree where every rank is alike (dense models: no sampled routing).
     if (!job->model.moe && job->layout.gpus() <= 32) {
-      StepSimulation full = simulate_step(*job, costs, true);
+      StepSimulation full = simulate_step(*job, costs, StepMode::full);
       ++full_compared;
       CHECK(close(full.step_time, sim->step_time, 1e-3));
     }

@@ -339,7 +339,7 @@ TEST_CASE("--full simulates every GPU with collectives as barriers and agrees wi
     Job job = scenario("mixtral-8x7b-256xh100.json",
                        {"cluster.nodes=4", "parallel.dp=8", "training.global_batch=64", "training.moe_imbalance=" + routing});
     StepCosts costs = step_costs(job);
-    StepSimulation symmetric = simulate_step(job, costs), full = simulate_step(job, costs, true);
+    StepSimulation symmetric = simulate_step(job, costs), full = simulate_step(job, costs, StepMode::every_gpu);
     CHECK(full.machine.gpus().size() == 32);
     CHECK(symmetric.machine.gpus().size() == 4);
     std::size_t barriers = 0;

@@ -64,6 +64,7 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
   job.file = path.string();
   std::optional<ModelSpec> model;
   std::optional<Cluster> cluster;
+  const Json* perturbations = nullptr;
   {
     ObjectReader r(doc, "", src);
     job.name = r.string("name", Need::optional).value_or(path.stem().string());
@@ -81,6 +82,7 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
     }
     if (const Json* p = r.child("plan", Need::optional)) job.plan = *p;
     if (const Json* p = r.child("published", Need::optional)) job.published = *p;
+    perturbations = r.child("perturbations", Need::optional);
   }
   diagnostics.throw_if_any();
   job.model = std::move(*model);
@@ -89,6 +91,8 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
   std::string why;
   if (diagnostics.empty() && !Placement::make(job.layout, job.cluster.fabric.gpus_per_node, &why))
     src.error("/parallel/order", why);
+  if (perturbations && diagnostics.empty())
+    job.perturbations = read_perturbations(*perturbations, "/perturbations", src, job.layout.gpus(), job.cluster.fabric.gpus_per_node);
   diagnostics.throw_if_any();
   return job;
 }

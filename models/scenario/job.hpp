@@ -7,6 +7,7 @@
 #include "models/hardware/hardware.hpp"
 #include "models/parallel/layout.hpp"
 #include "models/scenario/framework.hpp"
+#include "models/scenario/perturbations.hpp"
 #include "models/spec/model_spec.hpp"
 #include "models/spec/training.hpp"
 
@@ -24,6 +25,8 @@ struct Job {
   // A case of the published suite (scenarios/published/) says what was measured and where: its
   // "published" section as written (read by validate/published), null if absent.
   Json published;
+  // GPUs that differ from the rest (slow, a degraded link, failing): read by the full-rank step only.
+  std::vector<Perturbation> perturbations;
 
   std::int64_t microbatches() const { return plumb::microbatches(layout, training); }
 };

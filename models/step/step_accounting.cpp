@@ -33,7 +33,7 @@ void account_step(StepSimulation& s) {
   }
   // Each GPU's share goes to its pipeline rank, averaged over the GPUs at that rank.
   std::vector<double> weight(s.ranks.size(), 0.0);
-  for (std::int32_t pp : s.gpu_pp) weight[static_cast<std::size_t>(pp)] += 1.0;
+  for (std::size_t g = 0; g < gpus; ++g) weight[static_cast<std::size_t>(s.gpu_pp[g])] += static_cast<double>(s.gpu_count[g]);
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& e = edges[g];
     std::sort(e.begin(), e.end(), [](const Edge& x, const Edge& y) { return x.at < y.at; });
@@ -65,7 +65,7 @@ void account_step(StepSimulation& s) {
     close(s.result.makespan);
     const auto pp = static_cast<std::size_t>(s.gpu_pp[g]);
     RankStep& rank = s.ranks[pp];
-    const double w = 1.0 / weight[pp];
+    const double w = static_cast<double>(s.gpu_count[g]) / weight[pp];
     rank.compute += w * mine.compute;
     rank.idle += w * mine.idle;
     for (std::size_t k = 0; k < kCommKinds; ++k) rank.exposed[k] += w * mine.exposed[k];
@@ -165,7 +165,7 @@ std::vector<std::string> critical_path_summary(const StepSimulation& s) {
     std::string kinds;
     for (std::size_t k = 0; k < kCommKinds; ++k)
       if (comm[k] > 0) kinds += fmt::format(", {} {:.2f} ms", comm_kind_name(static_cast<CommKind>(k)), comm[k] * 1e3);
-    std::string who = s.full ? fmt::format("GPU {:>4} (pp {:>2})", gpu, s.gpu_pp[static_cast<std::size_t>(gpu)])
+    std::string who = s.full ? fmt::format("GPU {:>4} (pp {:>2})", s.gpu_rank[static_cast<std::size_t>(gpu)], s.gpu_pp[static_cast<std::size_t>(gpu)])
                              : fmt::format("pp rank {:>2}", gpu);
     lines.push_back(fmt::format("{}  {:>9.2f} → {:>9.2f} ms  {} … {}: compute {:.2f} ms{}", who, sim::to_seconds(from) * 1e3,
                                 sim::to_seconds(to) * 1e3, first, last, compute * 1e3, kinds));

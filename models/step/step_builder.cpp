@@ -11,6 +11,7 @@
 #include "models/step/step_estimate.hpp"
 #include "models/schedule_run/pipeline_run.hpp"
 #include "models/parallel/placement.hpp"
+#include "models/step/full_rank.hpp"
 
 namespace plumb {
 namespace {
@@ -31,6 +32,10 @@ struct StepShared {
   std::vector<RankStreams> streams;                          // per machine GPU
   std::vector<std::array<std::vector<Site>, kCommKinds>> sites;  // per machine GPU, per kind, in order
   std::vector<double> activation_bytes;                      // per model stage
+  // Per machine GPU: what its compute and each kind of its communication take relative to the costs
+  // (full mode: a slow GPU, a degraded link; 1 otherwise).
+  std::vector<double> compute_scale;
+  std::vector<std::array<double, kCommKinds>> comm_scale;
 };
 
 // One replica of the pipeline (one GPU per pipeline rank) built into the step's graph. `gpus` maps
@@ -117,12 +122,14 @@ class StepOps final : public PipelineHooks {
   }
 
   sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind) {
+    seconds *= shared_.comm_scale[static_cast<std::size_t>(gpu(rank))][static_cast<std::size_t>(kind)];
     sim::TaskId t = out_.graph.add_compute(label, stream, sim::nearest_time(seconds), costs_.comm_sms);
     if (costs_.network[static_cast<std::size_t>(kind)] && seconds > 0) out_.graph.set_shares_port(t);
     note(rank, static_cast<std::int8_t>(kind));
     return t;
   }
   sim::TaskId compute_task(std::int64_t rank, const std::string& label, double seconds) {
+    seconds *= shared_.compute_scale[static_cast<std::size_t>(gpu(rank))];
     sim::TaskId t = out_.graph.add_compute(label, streams(rank).compute, sim::nearest_time(seconds));
     note(rank, -1);
     return t;
@@ -282,106 +289,64 @@ void add_tail(const Job& job, const StepCosts& costs, const PipelineSchedule& s,
   }
 }
 
-// A barrier across each group's members for every collective, so that none starts before all have
-// reached it: members align by kind and order of their sites.
-void join_groups(const std::vector<std::vector<std::int32_t>>& groups, CommKind kind, StepShared& shared, StepSimulation& out) {
-  for (const std::vector<std::int32_t>& members : groups) {
-    if (members.size() < 2) continue;
-    const auto k = static_cast<std::size_t>(kind);
-    const std::size_t n = shared.sites[static_cast<std::size_t>(members[0])][k].size();
-    for (std::int32_t m : members)
-      if (shared.sites[static_cast<std::size_t>(m)][k].size() != n)
-        throw std::logic_error(fmt::format("full step: GPUs {} and {} disagree on their {} collectives", members[0], m, comm_kind_name(kind)));
-    for (std::size_t j = 0; j < n; ++j) {
-      sim::TaskId barrier = out.graph.add_marker(fmt::format("{} barrier", comm_kind_name(kind)));
-      out.task_comm.push_back(-1);
-      out.task_gpu.push_back(members[0]);
-      for (std::int32_t m : members) {
-        const Site& site = shared.sites[static_cast<std::size_t>(m)][k][j];
-        out.graph.add_dependency(site.before, barrier);
-        out.graph.add_dependency(barrier, site.comm);
-      }
-    }
-  }
-}
-
-// Groups of machine GPUs (global ranks) that share every coordinate but `axis`.
-std::vector<std::vector<std::int32_t>> groups_along(const Placement& place, std::int64_t gpus, ParallelDim axis) {
-  std::map<std::array<std::int64_t, 4>, std::vector<std::int32_t>> by_key;
-  for (std::int64_t g = 0; g < gpus; ++g) {
-    RankCoords c = place.coords(g);
-    std::array<std::int64_t, 4> key{};
-    if (axis == ParallelDim::tp) key = {c.cp, c.dp, c.pp, 0};
-    else if (axis == ParallelDim::cp) key = {c.tp, c.dp, c.pp, 1};
-    else if (axis == ParallelDim::ep) key = {c.etp, c.edp, c.pp, 2};
-    else key = {c.tp, c.cp, c.pp, 3};  // dp
-    by_key[key].push_back(static_cast<std::int32_t>(g));
-  }
-  std::vector<std::vector<std::int32_t>> out;
-  for (auto& [_, members] : by_key) out.push_back(std::move(members));
-  return out;
-}
-
-// The replicas the step builds: symmetric mode one, standing for all; full mode every GPU of the job,
-// grouped by pipeline rank in the order of their global ranks. Fills `out.gpu_pp`.
-std::vector<std::vector<std::int32_t>> step_replicas(const ParallelLayout& p, const std::optional<Placement>& place,
-                                                     StepSimulation& out) {
-  std::vector<std::vector<std::int32_t>> replicas;
-  if (!place) {
-    replicas.emplace_back();
-    for (std::int64_t r = 0; r < p.pp; ++r) {
-      replicas.back().push_back(static_cast<std::int32_t>(r));
-      out.gpu_pp.push_back(static_cast<std::int32_t>(r));
-    }
-    return replicas;
-  }
-  replicas.assign(static_cast<std::size_t>(p.gpus() / p.pp), {});
-  std::vector<std::size_t> filled(static_cast<std::size_t>(p.pp), 0);
-  for (auto& rep : replicas) rep.assign(static_cast<std::size_t>(p.pp), -1);
-  for (std::int64_t g = 0; g < p.gpus(); ++g) {
-    auto pp = static_cast<std::size_t>(place->coords(g).pp);
-    replicas[filled[pp]++][pp] = static_cast<std::int32_t>(g);
-    out.gpu_pp.push_back(static_cast<std::int32_t>(pp));
-  }
-  return replicas;
-}
-
-// Full mode: every TP, CP, EP and DP collective a barrier over its group, and each stage's gradient
-// reduction over every GPU holding it, across data parallelism (and DualPipe's mirrors).
-void join_full_groups(const Placement& place, std::int64_t gpus,
-                      const std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>>& dp_sites, StepShared& shared,
-                      StepSimulation& out) {
-  for (auto [kind, axis] : {std::pair{CommKind::tp, ParallelDim::tp}, std::pair{CommKind::cp, ParallelDim::cp},
-                            std::pair{CommKind::ep, ParallelDim::ep}, std::pair{CommKind::dp, ParallelDim::dp}})
-    join_groups(groups_along(place, gpus, axis), kind, shared, out);
-  std::map<std::pair<std::array<std::int64_t, 2>, std::int32_t>, std::vector<Site>> by_stage;
-  for (const auto& [key, sites] : dp_sites) {
-    RankCoords c = place.coords(key.first);
-    for (const Site& site : sites) by_stage[{{c.tp, c.cp}, key.second}].push_back(site);
-  }
-  for (const auto& [_, sites] : by_stage) {
-    if (sites.size() < 2) continue;
-    sim::TaskId barrier = out.graph.add_marker("dp barrier");
+// A barrier across one group's members for each of its collectives, so that none starts before all
+// have reached it: members align by the order of their sites. `sites` holds each member's sites.
+void join_group(const std::vector<const std::vector<Site>*>& sites, std::string_view kind, std::int32_t gpu, StepSimulation& out) {
+  const std::size_t n = sites.front()->size();
+  for (const std::vector<Site>* mine : sites)
+    if (mine->size() != n) throw std::logic_error(fmt::format("full step: the members of a {} group disagree on their collectives", kind));
+  for (std::size_t j = 0; j < n; ++j) {
+    sim::TaskId barrier = out.graph.add_marker(fmt::format("{} barrier", kind));
     out.task_comm.push_back(-1);
-    out.task_gpu.push_back(0);
-    for (const Site& site : sites) {
+    out.task_gpu.push_back(gpu);
+    for (const std::vector<Site>* mine : sites) {
+      const Site& site = (*mine)[j];
       out.graph.add_dependency(site.before, barrier);
       out.graph.add_dependency(barrier, site.comm);
     }
   }
 }
 
+// Full mode: a barrier for every TP, CP, EP and DP collective over its group, and for each stage's
+// gradient reduction over every GPU holding it, as the classes see them (`machine_gpu`: per class, per
+// pipeline rank).
+void join_full_groups(const FullRankLayout& layout, const std::vector<std::vector<std::int32_t>>& machine_gpu,
+                      std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>>& dp_sites, StepShared& shared,
+                      StepSimulation& out) {
+  for (const sim::ItemGroup& group : layout.barriers) {
+    std::vector<const std::vector<Site>*> sites;
+    std::vector<std::int32_t> gpus;
+    for (const sim::GroupMember& m : group.members)
+      gpus.push_back(machine_gpu[static_cast<std::size_t>(m.item)][static_cast<std::size_t>(m.slot)]);
+    const bool reduction = group.kind >= kReductionKind;
+    for (std::int32_t g : gpus)
+      sites.push_back(reduction ? &dp_sites[{g, group.kind - kReductionKind}]
+                                : &shared.sites[static_cast<std::size_t>(g)][static_cast<std::size_t>(group.kind)]);
+    join_group(sites, reduction ? "dp" : comm_kind_name(static_cast<CommKind>(group.kind)), gpus.front(), out);
+  }
+}
+
 // With sampled routing each EP rank's experts run at its own load (the all-to-alls wait for the busiest):
-// one set of costs per EP rank; none otherwise.
-std::vector<StepCosts> costs_by_ep_rank(const Job& job, bool full) {
+// per EP rank its load (max over its experts / mean) and, per distinct load, one set of costs; none otherwise.
+struct EpCosts {
+  std::vector<double> load;            // per EP rank
+  std::vector<std::int64_t> load_id;   // per EP rank: index into costs
+  std::vector<StepCosts> costs;
+};
+EpCosts costs_by_ep_rank(const Job& job, bool full) {
   const ParallelLayout& p = job.layout;
-  std::vector<StepCosts> by_ep;
-  if (!full || !job.model.moe || !job.training.sampled_routing || p.ep <= 1) return by_ep;
+  EpCosts out;
+  if (!full || !job.model.moe || !job.training.sampled_routing || p.ep <= 1) return out;
   const double sp = p.sequence_parallel ? static_cast<double>(p.tp) : 1.0;
   const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp)) / sp;
-  for (double load : sampled_moe_loads(p.ep, job.model.moe->experts, job.model.moe->top_k, tokens, job.training.routing_seed))
-    by_ep.push_back(step_costs(job, load));
-  return by_ep;
+  out.load = sampled_moe_loads(p.ep, job.model.moe->experts, job.model.moe->top_k, tokens, job.training.routing_seed);
+  std::map<double, std::int64_t> seen;
+  for (double load : out.load) {
+    auto [it, fresh] = seen.emplace(load, static_cast<std::int64_t>(out.costs.size()));
+    if (fresh) out.costs.push_back(step_costs(job, load));
+    out.load_id.push_back(it->second);
+  }
+  return out;
 }
 
 }  // namespace
@@ -389,21 +354,21 @@ std::vector<StepCosts> costs_by_ep_rank(const Job& job, bool full) {
 // The step's task graph before it is built: about 2.6 KB per op instance (measured with /usr/bin/time on
 // GPT-3 175B interleaved, pp16 vp2: 19,200 micro-batches symmetric, 1.23 M ops in 3.1 GB; --full on
 // 1,024 GPUs, 786 K op instances in 2.05 GB, 3.15 M in 8.15 GB), an instance per pipeline op on every GPU
-// simulated (one per pipeline rank, or --full every GPU).
-void check_step_size(const Job& job, bool full) {
+// simulated (one per pipeline rank; --full one per pipeline rank of every class of alike replicas).
+void check_step_size(const Job& job, std::int64_t replicas, bool full) {
   const ParallelLayout& p = job.layout;
   const double ops = schedule_op_estimate(p.schedule, {.ranks = p.pp, .microbatches = job.microbatches(), .vp = p.vp});
-  const double per_rank = full ? static_cast<double>(p.gpus()) / static_cast<double>(p.pp) : 1.0;
+  const auto per_rank = static_cast<double>(replicas);
   constexpr double kBytesPerOpInstance = 2.6e3;
   sim::check_memory_estimate(
       ops * per_rank * kBytesPerOpInstance,
-      full ? fmt::format("the full-rank step ({:.3g} pipeline ops on each of {:.0f} GPUs per pipeline rank)", ops, per_rank)
+      full ? fmt::format("the full-rank step ({:.3g} pipeline ops on each of {:.0f} GPUs per pipeline rank that differ)", ops, per_rank)
            : fmt::format("the step ({:.3g} pipeline ops)", ops),
-      full ? "run it without --full, or with fewer micro-batches per step or fewer GPUs" : "fewer micro-batches per step or fewer stages");
+      full ? "run it without --full, or with fewer micro-batches per step or fewer GPUs that differ" : "fewer micro-batches per step or fewer stages");
 }
 
-StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) {
-  check_step_size(job, full);
+StepSimulation simulate_step(const Job& job, const StepCosts& costs, StepMode mode) {
+  const bool full = mode != StepMode::symmetric;
   // A step the closed forms already put past the clock is refused before its graph is built.
   const double estimate = estimate_step(job.layout, job.microbatches(), costs).step_time;
   if (!(estimate <= 2 * sim::kMaxDurationSeconds))
@@ -412,35 +377,65 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full) 
                                           estimate));
   StepSimulation out;
   out.full = full;
+  out.job_gpus = job.layout.gpus();
   const ParallelLayout& p = job.layout;
   out.schedule = step_schedule(job.layout, job.microbatches(), costs);
   const PipelineSchedule& s = out.schedule;
   StepShared shared;
   const MemoryPlan plan = plan_memory(job);
   for (const StagePlan& st : plan.stages) shared.activation_bytes.push_back(stage_activation_bytes(job, st));
-  std::optional<Placement> place;
+  const EpCosts by_ep = costs_by_ep_rank(job, full);
+  out.ep_load = by_ep.load;
+  std::optional<FullRankLayout> layout;
   if (full) {
     std::string why;
-    place = Placement::make(p, job.cluster.fabric.gpus_per_node, &why);
+    std::optional<Placement> place = Placement::make(p, job.cluster.fabric.gpus_per_node, &why);
     if (!place) throw std::invalid_argument(why);
+    layout = full_rank_layout(job, *place, s.kind, costs.network, by_ep.load_id, mode == StepMode::every_gpu);
+    out.class_rounds = layout->classes.rounds;
   }
-  const std::vector<std::vector<std::int32_t>> replicas = step_replicas(p, place, out);
-  for (std::size_t g = 0; g < out.gpu_pp.size(); ++g) {
-    std::int32_t gpu = out.machine.add_gpu(full ? fmt::format("GPU {} (pp {})", g, out.gpu_pp[g]) : fmt::format("pp rank {}", g), costs.sms);
-    shared.streams.push_back({out.machine.add_stream(gpu, "compute"), out.machine.add_stream(gpu, "comm (TP/EP/CP)"),
-                              out.machine.add_stream(gpu, "pipeline send"), out.machine.add_stream(gpu, "data parallel")});
-  }
+  // The replicas built: symmetric mode one standing for all; full mode the first of each class.
+  const std::size_t built = layout ? layout->classes.first.size() : 1;
+  check_step_size(job, static_cast<std::int64_t>(built), full);
+  std::vector<std::vector<std::int32_t>> machine_gpu(built);
+  for (std::size_t c = 0; c < built; ++c)
+    for (std::int64_t r = 0; r < p.pp; ++r) {
+      const std::int32_t rank = layout ? layout->replicas[static_cast<std::size_t>(layout->classes.first[c])][static_cast<std::size_t>(r)]
+                                       : static_cast<std::int32_t>(r);
+      const std::int64_t alike = layout ? layout->classes.size[c] : job.layout.gpus() / p.pp;
+      std::string name = !layout ? fmt::format("pp rank {}", r)
+                         : alike > 1 ? fmt::format("GPU {} (pp {}, and {} alike)", rank, r, alike - 1)
+                                     : fmt::format("GPU {} (pp {})", rank, r);
+      const std::int32_t gpu = out.machine.add_gpu(name, costs.sms);
+      machine_gpu[c].push_back(gpu);
+      out.gpu_pp.push_back(static_cast<std::int32_t>(r));
+      out.gpu_rank.push_back(rank);
+      out.gpu_count.push_back(alike);
+      shared.streams.push_back({out.machine.add_stream(gpu, "compute"), out.machine.add_stream(gpu, "comm (TP/EP/CP)"),
+                                out.machine.add_stream(gpu, "pipeline send"), out.machine.add_stream(gpu, "data parallel")});
+      GpuCondition condition;
+      std::array<double, kCommKinds> scale{1, 1, 1, 1, 1};
+      if (layout) {
+        condition = layout->conditions[static_cast<std::size_t>(rank)];
+        scale = layout->comm_scale[static_cast<std::size_t>(rank)];
+        out.gpu_ep.push_back(layout->replica_ep[static_cast<std::size_t>(layout->classes.first[c])]);
+      }
+      out.gpu_condition.push_back(condition);
+      shared.compute_scale.push_back(1.0 / condition.compute);
+      shared.comm_scale.push_back(scale);
+    }
   shared.sites.resize(out.gpu_pp.size());
-  const std::vector<StepCosts> by_ep = costs_by_ep_rank(job, full);
   std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Site>> dp_sites;
-  for (std::size_t q = 0; q < replicas.size(); ++q) {
-    const StepCosts& mine = by_ep.empty() ? costs : by_ep[static_cast<std::size_t>(place->coords(replicas[q][0]).ep)];
-    StepOps ops(job, mine, out, shared, replicas[q], q == 0);
+  for (std::size_t c = 0; c < built; ++c) {
+    const StepCosts& mine =
+        by_ep.costs.empty() ? costs
+                            : by_ep.costs[static_cast<std::size_t>(by_ep.load_id[static_cast<std::size_t>(out.gpu_ep[machine_gpu[c][0]])])];
+    StepOps ops(job, mine, out, shared, machine_gpu[c], c == 0);
     ops.add_param_gathers(s);
     PipelineTasks tasks = build_pipeline_graph(s, out.graph, ops);
     add_tail(job, mine, s, tasks, ops, out, dp_sites);
   }
-  if (full) join_full_groups(*place, p.gpus(), dp_sites, shared, out);
+  if (layout) join_full_groups(*layout, machine_gpu, dp_sites, shared, out);
   out.graph.finalize();
   try {
     out.result = sim::simulate(out.graph, out.machine);

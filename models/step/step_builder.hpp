@@ -32,6 +32,8 @@ struct RankStep {
 struct StepSimulation {
   double step_time = 0;
   bool full = false;
+  std::int64_t job_gpus = 0;   // the GPUs the step stands for
+  int class_rounds = 0;        // full mode: colour-refinement rounds until the classes of alike GPUs settled
   std::vector<RankStep> ranks;  // per pipeline rank (full mode: the mean over its GPUs; memory the most)
   PipelineSchedule schedule;
   sim::TaskGraph graph;
@@ -40,12 +42,22 @@ struct StepSimulation {
   std::vector<std::int8_t> task_comm;    // per task: the CommKind, or −1 for compute and markers
   std::vector<std::int32_t> task_gpu;    // per task: the machine GPU it runs on
   std::vector<std::int32_t> gpu_pp;      // per machine GPU: its pipeline rank
+  std::vector<std::int32_t> gpu_rank;    // per machine GPU: the global rank it simulates (symmetric: its pipeline rank)
+  std::vector<std::int64_t> gpu_count;   // per machine GPU: how many of the job's GPUs run alike with it
+  std::vector<std::int32_t> gpu_ep;      // full mode, per machine GPU: its expert-parallel rank
+  std::vector<GpuCondition> gpu_condition;  // per machine GPU: its speed, links and failure (perturbations)
+  std::vector<double> ep_load;           // full mode with sampled routing: per EP rank, its busiest expert's load / mean
   // Per pipeline rank (of the first replica in full mode), per schedule op: its tasks, [first, last).
   std::vector<std::vector<std::pair<sim::TaskId, sim::TaskId>>> op_tasks;
 };
 
+// symmetric: one GPU per pipeline rank. full: every GPU of the job, each collective a barrier, the
+// scenario's perturbations applied; GPUs that run alike (an equitable partition, models/step/full_rank)
+// simulated once. every_gpu: full, with every GPU simulated (to check the classes).
+enum class StepMode { symmetric, full, every_gpu };
+
 // Throws ScheduleError when the job's schedule cannot be built for its pipeline.
-StepSimulation simulate_step(const Job& job, const StepCosts& costs, bool full = false);
+StepSimulation simulate_step(const Job& job, const StepCosts& costs, StepMode mode = StepMode::symmetric);
 
 // Fills `ranks` from the timeline: per GPU its compute, exposed communication and idle time, averaged
 // per pipeline rank; the timeline's peak activation bytes per pipeline rank (the most over its GPUs).

@@ -1,0 +1,111 @@
+// The full-rank step: classes of GPUs that run alike (colour refinement), perturbations (a slow GPU,
+// a degraded link) against their closed forms, and the classes against building every GPU.
+#include <doctest/doctest.h>
+#include <cmath>
+#include <tuple>
+#include <fmt/format.h>
+
+#include "models/input/catalogue.hpp"
+#include "models/step/step_builder.hpp"
+#include "sim/equivalence.hpp"
+#include "sim/outputs.hpp"
+
+using namespace plumb;
+
+namespace {
+
+Job mixtral(std::vector<std::string> overrides) {
+  // Mixtral on 32 GPUs: PP4 × DP8 with EP8 in a node; all-to-alls over 8 GPUs, gradient reductions over 8.
+  overrides.insert(overrides.begin(), {"cluster.nodes=4", "parallel.dp=8", "training.global_batch=64"});
+  return load_scenario(data_dir() / "scenarios/mixtral-8x7b-256xh100.json", overrides);
+}
+
+double total_compute(const StepSimulation& s, std::size_t gpu) {
+  double t = 0;
+  for (std::size_t i = 0; i < s.task_gpu.size(); ++i)
+    if (static_cast<std::size_t>(s.task_gpu[i]) == gpu && s.task_comm[i] < 0 && s.graph.kind(static_cast<sim::TaskId>(i)) == sim::TaskKind::compute)
+      t += sim::to_seconds(s.result.end[i] - s.result.start[i]);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("colour refinement splits items until every group looks the same to every member of a class") {
+  // Two groups {0,1} and {2,3}; item 3 differs. Item 2 sees a different item beside it: its own class.
+  std::vector<sim::ItemGroup> groups{{0, {{0, 0}, {1, 0}}}, {0, {{2, 0}, {3, 0}}}};
+  sim::ItemClasses c = sim::equitable_classes({7, 7, 7, 9}, groups);
+  CHECK(c.of == std::vector<std::int32_t>{0, 0, 1, 2});
+  CHECK(c.size == std::vector<std::int64_t>{2, 1, 1});
+  CHECK(c.first == std::vector<std::int32_t>{0, 2, 3});
+  // As the classes see them: {0,1} is one class (no barrier needed), {2,3} two.
+  std::vector<sim::ItemGroup> q = sim::class_groups(groups, c);
+  REQUIRE(q.size() == 1);
+  CHECK(q[0].members.size() == 2);
+  // A chain: a difference travels one group per round.
+  std::vector<sim::ItemGroup> chain;
+  for (std::int32_t i = 0; i + 1 < 6; ++i) chain.push_back({0, {{i, 0}, {i + 1, 1}}});
+  sim::ItemClasses line = sim::equitable_classes({1, 0, 0, 0, 0, 0}, chain);
+  CHECK(line.first.size() == 6);
+  CHECK(line.rounds >= 2);
+  // Alike items with alike neighbours stay one class.
+  sim::ItemClasses ring = sim::equitable_classes({0, 0, 0, 0}, {{0, {{0, 0}, {1, 0}, {2, 0}, {3, 0}}}});
+  CHECK(ring.first.size() == 1);
+  CHECK(ring.size[0] == 4);
+}
+
+TEST_CASE("--full simulates each class of alike GPUs once and matches building every GPU to the picosecond") {
+  // Sampled routing (each EP rank at its own load), a slow GPU and a node whose links run at half speed.
+  // DP16 over EP8: two replicas at each EP rank. Sampled routing (each EP rank at its own load) alone;
+  // a slow GPU and a node whose links run at half speed alone; both.
+  const std::string perturbed = R"(perturbations=[{"gpu": 13, "compute": 0.8}, {"node": 2, "network": 0.5}])";
+  for (auto [routing, perturbations, expected] : {std::tuple{"sampled", "perturbations=[]", 32}, std::tuple{"balanced", perturbed.c_str(), 0},
+                                                   std::tuple{"sampled", perturbed.c_str(), 64}}) {
+    INFO(routing, perturbations);
+    Job job = mixtral({"cluster.nodes=8", "parallel.dp=16", "training.global_batch=128",
+                       std::string("training.moe_imbalance=") + routing, perturbations});
+    StepCosts costs = step_costs(job);
+    StepSimulation classes = simulate_step(job, costs, StepMode::full), every = simulate_step(job, costs, StepMode::every_gpu);
+    CHECK(every.machine.gpus().size() == 64);
+    if (expected > 0) CHECK(classes.machine.gpus().size() == static_cast<std::size_t>(expected));
+    else CHECK(classes.machine.gpus().size() < 64);
+    CHECK(classes.result.makespan == every.result.makespan);
+    for (std::size_t r = 0; r < 4; ++r) {
+      CHECK(std::abs(classes.ranks[r].compute - every.ranks[r].compute) < 1e-9);
+      CHECK(std::abs(classes.ranks[r].idle - every.ranks[r].idle) < 1e-9);
+      for (std::size_t k = 0; k < kCommKinds; ++k) CHECK(std::abs(classes.ranks[r].exposed[k] - every.ranks[r].exposed[k]) < 1e-9);
+      CHECK(classes.ranks[r].peak_bytes == every.ranks[r].peak_bytes);
+    }
+    std::int64_t represented = 0;
+    for (std::int64_t n : classes.gpu_count) represented += n;
+    CHECK(represented == 64);
+  }
+  // Without perturbations or sampled loads every replica is alike: one class, the symmetric step.
+  Job plain = mixtral({});
+  StepCosts plain_costs = step_costs(plain);
+  StepSimulation one = simulate_step(plain, plain_costs, StepMode::full), symmetric = simulate_step(plain, plain_costs);
+  CHECK(one.machine.gpus().size() == 4);
+  CHECK(one.gpu_count[0] == 8);
+  CHECK(one.result.makespan == symmetric.result.makespan);
+}
+
+TEST_CASE("a slow GPU holds its collectives' peers back by exactly its extra compute when nothing overlaps") {
+  // One pipeline rank, no overlap of the gradient reduction: every collective waits for the slow GPU,
+  // so the step grows by (1/f − 1) × that GPU's compute, the optimizer included.
+  for (double f : {0.5, 0.8}) {
+    INFO(f);
+    Job base = mixtral({"parallel.pp=1", "parallel.dp=32", "training.global_batch=64", "parallel.overlap_grad_reduce=false", "parallel.zero=0"});
+    Job slow = mixtral({"parallel.pp=1", "parallel.dp=32", "training.global_batch=64", "parallel.overlap_grad_reduce=false", "parallel.zero=0",
+                        fmt::format(R"(perturbations=[{{"gpu": 5, "compute": {}}}])", f)});
+    StepCosts costs = step_costs(base);
+    StepSimulation a = simulate_step(base, costs, StepMode::full), b = simulate_step(slow, costs, StepMode::full);
+    const double compute = total_compute(a, 0);
+    CHECK(b.step_time - a.step_time == doctest::Approx((1 / f - 1) * compute).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("--full is deterministic: the same timeline byte for byte") {
+  Job job = mixtral({"training.moe_imbalance=sampled", R"(perturbations=[{"gpus": [3, 17], "compute": 0.9}])"});
+  StepCosts costs = step_costs(job);
+  StepSimulation a = simulate_step(job, costs, StepMode::full), b = simulate_step(job, costs, StepMode::full);
+  CHECK(sim::chrome_trace(a.graph, a.machine, a.result) == sim::chrome_trace(b.graph, b.machine, b.result));
+}
