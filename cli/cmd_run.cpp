@@ -12,8 +12,18 @@ namespace {
 int run_run(const Args& args) {
   Job job = load_scenario(args.positional(0), args.values("--set"));
   StepCosts costs = step_costs(job);
+  if (!args.flag("--full") && !job.perturbations.empty())
+    std::cerr << fmt::format("plumb: note: {}: the scenario's {} perturbation(s) act on single GPUs, which only the full-rank step "
+                             "simulates: add --full (this step ignores them)\n",
+                             job.file, job.perturbations.size());
+  if (args.flag("--every-gpu") && !args.flag("--full")) throw UsageError("--every-gpu goes with --full");
   StepSimulation sim = simulate_step(job, costs, args.flag("--every-gpu") ? StepMode::every_gpu : args.flag("--full") ? StepMode::full : StepMode::symmetric);
   StepReport report = make_step_report(job, sim, costs);
+  if (sim.full && !job.perturbations.empty()) {  // what the perturbations cost: the same job without them
+    Job plain = job;
+    plain.perturbations.clear();
+    report.full_rank.unperturbed_step_time = simulate_step(plain, costs, StepMode::full).step_time;
+  }
   if (args.flag("--trace")) write_file(args.value("--trace"), sim::chrome_trace(sim.graph, sim.machine, sim.result));
   if (args.flag("--svg")) {
     const PipelineSchedule& s = sim.schedule;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "cli/report/full_rank_report.hpp"
 #include "models/input/units.hpp"
 
 namespace plumb {
@@ -119,7 +120,8 @@ Json step_report_json(const Job& job, const StepReport& r) {
             {"days_with_failures", r.training.days_with_failures},
             {"gpu_hours_with_failures", r.training.gpu_hours_with_failures},
             {"cost_usd_with_failures", r.training.cost_usd_with_failures}}},
-          {"critical_path", r.critical_path}};
+          {"critical_path", r.critical_path},
+          {"full_rank", r.full_rank.full ? full_rank_json(r.full_rank) : Json(nullptr)}};
 }
 
 std::string step_report_table(const Job& job, const StepReport& r) {
@@ -150,6 +152,7 @@ std::string step_report_table(const Job& job, const StepReport& r) {
                        k.exposed[4] * 1e3, k.peak_bytes / 1073741824.0, k.peak_inflight);
   }
   out += phases_table(r.phases);
+  if (r.full_rank.full) out += full_rank_table(r.full_rank);
   out += "\ncritical path\n";
   const auto& cp = r.critical_path;
   const std::size_t keep = 4;

@@ -17,7 +17,7 @@ std::vector<std::int64_t> targets(ObjectReader& r, std::string& what, std::int64
     ++named;
     const bool node = key[0] == 'n';
     const std::int64_t limit = node ? nodes : gpus;
-    const std::string one = node ? "node" : "gpu";
+    const std::string one = node ? "node" : "GPU";
     std::vector<Json> items = v->is_array() ? std::vector<Json>(v->begin(), v->end()) : std::vector<Json>{*v};
     if (items.empty()) r.error(key, "an empty list touches no GPU: name at least one");
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -29,14 +29,14 @@ std::vector<std::int64_t> targets(ObjectReader& r, std::string& what, std::int64
         continue;
       }
       const std::int64_t id = item.get<std::int64_t>();
-      what += fmt::format("{}{} {}", what.empty() ? "" : ", ", one, id);
+      what += fmt::format("{}{} {}", what.empty() ? "" : ", ", node ? "node" : "gpu", id);
       if (!node) out.push_back(id);
       else
         for (std::int64_t g = id * per_node; g < std::min(gpus, (id + 1) * per_node); ++g) out.push_back(g);
     }
   }
   if (named != 1)
-    r.error("gpu", named == 0 ? "names no GPU: add \"gpu\": R, \"gpus\": [R, ...], \"node\": N or \"nodes\": [N, ...]"
+    r.source().error(r.pointer(), named == 0 ? "names no GPU: add \"gpu\": R, \"gpus\": [R, ...], \"node\": N or \"nodes\": [N, ...]"
                               : "names its GPUs more than once: keep one of \"gpu\", \"gpus\", \"node\", \"nodes\"");
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -63,7 +63,7 @@ std::vector<Perturbation> read_perturbations(const Json& list, const std::string
     p.fails_at = r.quantity("fails_at", Dimension::time, Need::optional);
     r.string("note", Need::optional);
     if (!r.has("compute") && !r.has("network") && !r.has("fails_at"))
-      r.error("compute", "changes nothing: give \"compute\" (speed relative to the GPU profile, 0.8 = 20% slower), "
+      src.error(r.pointer(), "changes nothing: give \"compute\" (speed relative to the GPU profile, 0.8 = 20% slower), "
                          "\"network\" (link bandwidth relative to the fabric's) or \"fails_at\" (\"2 s\": the time its GPUs stop)");
     out.push_back(std::move(p));
   }

@@ -34,6 +34,7 @@ void account_step(StepSimulation& s) {
   // Each GPU's share goes to its pipeline rank, averaged over the GPUs at that rank.
   std::vector<double> weight(s.ranks.size(), 0.0);
   for (std::size_t g = 0; g < gpus; ++g) weight[static_cast<std::size_t>(s.gpu_pp[g])] += static_cast<double>(s.gpu_count[g]);
+  s.gpu_steps.assign(gpus, {});
   for (std::size_t g = 0; g < gpus; ++g) {
     auto& e = edges[g];
     std::sort(e.begin(), e.end(), [](const Edge& x, const Edge& y) { return x.at < y.at; });
@@ -63,6 +64,9 @@ void account_step(StepSimulation& s) {
       active[static_cast<std::size_t>(x.kind + 1)] += x.delta;
     }
     close(s.result.makespan);
+    mine.peak_bytes = static_cast<double>(s.result.peak_memory[g]);
+    mine.bubble_fraction = s.step_time > 0 ? mine.idle / s.step_time : 0;
+    s.gpu_steps[g] = mine;
     const auto pp = static_cast<std::size_t>(s.gpu_pp[g]);
     RankStep& rank = s.ranks[pp];
     const double w = static_cast<double>(s.gpu_count[g]) / weight[pp];

@@ -445,6 +445,11 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, StepMode mo
   out.step_time = sim::to_seconds(out.result.makespan);
   out.ranks.resize(static_cast<std::size_t>(s.ranks));
   account_step(out);
+  std::vector<std::optional<sim::Time>> fails_at;
+  for (const GpuCondition& c : out.gpu_condition)
+    fails_at.push_back(c.fails_at ? std::optional<sim::Time>(sim::nearest_time(*c.fails_at)) : std::nullopt);
+  if (std::any_of(fails_at.begin(), fails_at.end(), [](const auto& f) { return f.has_value(); }))
+    out.stalls = sim::stalls_after_failures(out.graph, out.machine, out.result, fails_at);
   std::vector<std::int64_t> inflight = peak_activations(s);
   for (std::size_t r = 0; r < out.ranks.size(); ++r) {
     const RankMemory& m = plan.ranks[r];

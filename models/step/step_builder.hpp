@@ -15,6 +15,7 @@
 #include "models/schedule_run/pipeline_run.hpp"
 #include "models/costs/step_costs.hpp"
 #include "sim/engine.hpp"
+#include "sim/failure.hpp"
 
 namespace plumb {
 
@@ -47,6 +48,10 @@ struct StepSimulation {
   std::vector<std::int32_t> gpu_ep;      // full mode, per machine GPU: its expert-parallel rank
   std::vector<GpuCondition> gpu_condition;  // per machine GPU: its speed, links and failure (perturbations)
   std::vector<double> ep_load;           // full mode with sampled routing: per EP rank, its busiest expert's load / mean
+  std::vector<RankStep> gpu_steps;       // per machine GPU: where its time went (memory: its own peak activations)
+  // Full mode with a GPU that fails during the step: per machine GPU, where it stops (sim/failure); the
+  // step itself is the one simulated as if nothing failed. Empty when nothing fails.
+  std::vector<sim::Stall> stalls;
   // Per pipeline rank (of the first replica in full mode), per schedule op: its tasks, [first, last).
   std::vector<std::vector<std::pair<sim::TaskId, sim::TaskId>>> op_tasks;
 };

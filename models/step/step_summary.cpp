@@ -57,6 +57,7 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   r.moe_imbalance = costs.moe_imbalance;
   r.training = training_totals(job, r.step_time);
   r.critical_path = critical_path_summary(sim);
+  r.full_rank = full_rank_summary(job, sim);
   return r;
 }
 

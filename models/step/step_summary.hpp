@@ -7,6 +7,7 @@
 
 #include "models/scenario/job.hpp"
 #include "models/step/resilience.hpp"
+#include "models/step/full_rank_summary.hpp"
 #include "models/step/step_builder.hpp"
 #include "models/step/step_estimate.hpp"
 
@@ -41,6 +42,7 @@ struct StepReport {
   double moe_imbalance = 1.0;
   TrainingTotals training;
   std::vector<std::string> critical_path;
+  FullRankSummary full_rank;  // --full only
 };
 
 StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs);
