@@ -8,6 +8,7 @@
 #include "models/input/catalogue.hpp"
 #include "models/step/step_builder.hpp"
 #include "sim/equivalence.hpp"
+#include "sim/failure.hpp"
 #include "sim/outputs.hpp"
 
 using namespace plumb;
@@ -108,4 +109,36 @@ TEST_CASE("--full is deterministic: the same timeline byte for byte") {
   StepCosts costs = step_costs(job);
   StepSimulation a = simulate_step(job, costs, StepMode::full), b = simulate_step(job, costs, StepMode::full);
   CHECK(sim::chrome_trace(a.graph, a.machine, a.result) == sim::chrome_trace(b.graph, b.machine, b.result));
+}
+
+TEST_CASE("a GPU that fails stops its collective's peers at their next barrier, and everything downstream of it") {
+  // Two GPUs, each a → b → c of 1 us on one stream; a barrier joins both b's before either c; GPU 2
+  // runs d on its own after its a, needing nothing of the others. GPU 1 fails at 1.5 us, inside its b.
+  sim::Machine m;
+  sim::TaskGraph g;
+  const sim::Time us = sim::kPicosPerSecond / 1'000'000;
+  std::vector<sim::StreamId> streams;
+  for (int i = 0; i < 3; ++i) streams.push_back(m.add_stream(m.add_gpu("gpu", 132), "s"));
+  std::vector<std::array<sim::TaskId, 3>> t(2);
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 3; ++k) {
+      t[i][k] = g.add_compute("task", streams[i], us);
+      if (k > 0) g.add_dependency(t[i][k - 1], t[i][k]);
+    }
+  sim::TaskId barrier = g.add_marker("barrier");
+  for (int i = 0; i < 2; ++i) {
+    g.add_dependency(t[i][1], barrier);
+    g.add_dependency(barrier, t[i][2]);
+  }
+  sim::TaskId d0 = g.add_compute("own", streams[2], us), d1 = g.add_compute("own", streams[2], us);
+  g.add_dependency(d0, d1);
+  g.finalize();
+  sim::SimResult r = sim::simulate(g, m);
+  std::vector<sim::Stall> s = sim::stalls_after_failures(g, m, r, {std::nullopt, us * 3 / 2, std::nullopt});
+  CHECK(s[1].failed);
+  CHECK(s[1].stops == us * 3 / 2);
+  CHECK_FALSE(s[0].failed);
+  CHECK(s[0].stops == 2 * us);  // where its c would have started, after the barrier
+  CHECK(s[0].first_blocked == t[0][2]);
+  CHECK(s[2].stops == sim::kNever);  // nothing of GPU 2 waits on GPU 1
 }
