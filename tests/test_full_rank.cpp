@@ -1,6 +1,7 @@
 // The full-rank step: classes of GPUs that run alike (colour refinement), perturbations (a slow GPU,
 // a degraded link) against their closed forms, and the classes against building every GPU.
 #include <doctest/doctest.h>
+#include <algorithm>
 #include <cmath>
 #include <tuple>
 #include <fmt/format.h>
@@ -9,6 +10,8 @@
 #include "models/step/step_builder.hpp"
 #include "sim/equivalence.hpp"
 #include "sim/failure.hpp"
+#include "sim/fabric_tree.hpp"
+#include "sim/network.hpp"
 #include "sim/outputs.hpp"
 
 using namespace plumb;
@@ -141,4 +144,66 @@ TEST_CASE("a GPU that fails stops its collective's peers at their next barrier, 
   CHECK(s[0].stops == 2 * us);  // where its c would have started, after the barrier
   CHECK(s[0].first_blocked == t[0][2]);
   CHECK(s[2].stops == sim::kNever);  // nothing of GPU 2 waits on GPU 1
+}
+
+TEST_CASE("a fat tree's tiers: flows crossing a 2:1 leaf get half their NIC, ECMP collisions share an uplink") {
+  // 4 nodes of 8 GPUs, one node per rail leaf: a ring over the nodes on every rail crosses every leaf.
+  sim::TreeShape shape;
+  shape.nodes = 4;
+  shape.nodes_per_leaf = 1;
+  shape.nic_bandwidth = 50e9;
+  shape.leaf_oversubscription = 2;
+  auto ring_rates = [](const sim::FabricTree& tree) {
+    sim::Network net(tree.topology());
+    std::vector<sim::Network::FlowId> ids;
+    for (std::int64_t r = 0; r < 8; ++r)
+      for (std::int64_t n = 0; n < 4; ++n) ids.push_back(net.start(tree.path(n * 8 + r, ((n + 1) % 4) * 8 + r), 1.0, 0));
+    net.recompute(0);
+    std::vector<double> out;
+    for (auto id : ids) out.push_back(net.rate(id));
+    return out;
+  };
+  for (double rate : ring_rates(sim::FabricTree(shape))) CHECK(rate == doctest::Approx(25e9));
+  shape.leaf_oversubscription = 1;
+  for (double rate : ring_rates(sim::FabricTree(shape))) CHECK(rate == doctest::Approx(50e9));
+  // Paths: within a node none; same leaf two links (NIC up, NIC down); across leaves four; across pods six.
+  shape.nodes_per_leaf = 2;
+  shape.nodes_per_pod = 4;
+  shape.nodes = 8;
+  sim::FabricTree tree(shape);
+  CHECK(tree.path(0, 5).empty());
+  CHECK(tree.path(0, 8).size() == 2);
+  CHECK(tree.path(0, 16).size() == 4);
+  CHECK(tree.path(0, 40).size() == 6);
+  // A flow leaves its node on the destination's rail: GPUs 3 and 5 of node 0 send to GPU 13 (rail 5) from one NIC.
+  CHECK(tree.topology().link(tree.path(3, 13).front()).from == tree.topology().link(tree.path(5, 13).front()).from);
+  // ECMP over 4 uplinks of a 1:1 leaf: each uplink carries a quarter of the leaf; flows hashed onto one
+  // share it, so the slowest gets at most its NIC and at least a quarter leaf over the flows on it.
+  sim::TreeShape hashed;
+  hashed.nodes = 4;
+  hashed.nodes_per_leaf = 1;
+  hashed.ecmp_uplinks = 4;
+  std::vector<double> rates = ring_rates(sim::FabricTree(hashed));
+  const double slowest = *std::min_element(rates.begin(), rates.end());
+  CHECK(slowest < 50e9);  // 32 flows on 4 uplinks of 8 NICs' leaves: some collide
+}
+
+TEST_CASE("--full prices an oversubscribed fabric's switches: DP rings crossing 2:1 leaves reduce at half speed") {
+  Job job = mixtral({"cluster.nodes=8", "parallel.dp=16", "training.global_batch=128", "parallel.overlap_grad_reduce=false"});
+  Job congested = mixtral({"cluster.nodes=8", "parallel.dp=16", "training.global_batch=128", "parallel.overlap_grad_reduce=false",
+                           "cluster.fabric=" + (data_dir() / "tests/fixtures/fabrics/ndr-oversubscribed.json").string()});
+  StepCosts costs = step_costs(job);
+  StepSimulation a = simulate_step(job, costs, StepMode::full), b = simulate_step(congested, costs, StepMode::full);
+  CHECK_FALSE(a.fabric.modelled);
+  REQUIRE(b.fabric.modelled);
+  const auto dp = static_cast<std::size_t>(CommKind::dp);
+  CHECK(b.fabric.flows[dp] > 0);
+  CHECK(b.fabric.slowest[dp] == doctest::Approx(0.5));
+  auto reduce_time = [](const StepSimulation& s) {
+    for (sim::TaskId t = 0; t < s.graph.size(); ++t)
+      if (s.graph.label(t).starts_with("grad reduce")) return sim::to_seconds(s.graph.work(t));
+    return 0.0;
+  };
+  CHECK(reduce_time(b) == doctest::Approx(2 * reduce_time(a)).epsilon(1e-9));
+  CHECK(b.step_time > a.step_time);
 }

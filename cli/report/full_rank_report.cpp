@@ -34,6 +34,15 @@ Json full_rank_json(const FullRankSummary& f) {
   Json out = {{"gpus", f.gpus}, {"simulated_gpus", f.simulated}, {"refinement_rounds", f.rounds}, {"perturbations", f.perturbations},
               {"unperturbed_step_time_s", f.unperturbed_step_time ? Json(*f.unperturbed_step_time) : Json(nullptr)},
               {"ep_load", f.ep_load}, {"simulated", gpus}, {"failure", nullptr}};
+  if (f.fabric.modelled) {
+    Json shares = Json::object(), flows = Json::object();
+    for (std::size_t k = 0; k < kCommKinds; ++k) {
+      const std::string name(comm_kind_name(static_cast<CommKind>(k)));
+      shares[name] = f.fabric.slowest[k];
+      flows[name] = f.fabric.flows[k];
+    }
+    out["fabric"] = {{"slowest_share", shares}, {"flows", flows}, {"solve_s", f.fabric.solve_seconds}};
+  }
   if (f.failure)
     out["failure"] = {{"what", f.failure->what}, {"fails_at_s", f.failure->fails_at}, {"failed_gpus", f.failure->failed_gpus},
                       {"first_blocked_s", f.failure->first_blocked}, {"first_blocked_at", f.failure->first_blocked_at},
@@ -42,10 +51,22 @@ Json full_rank_json(const FullRankSummary& f) {
 }
 
 std::string full_rank_table(const FullRankSummary& f) {
-  std::string out = fmt::format("\nfull rank          {} GPUs simulated as {} (GPUs that run alike share one timeline; {} refinement rounds)\n",
+  std::string out = fmt::format("\nfull rank          {} GPUs simulated as {} (GPUs that run alike share one timeline; {} refinement round(s))\n",
                                 f.gpus, f.simulated, f.rounds);
   if (!f.perturbations.empty()) out += fmt::format("perturbations      {}\n", fmt::join(f.perturbations, " · "));
   if (f.unperturbed_step_time) out += fmt::format("                   without them the step takes {:.3f} s\n", *f.unperturbed_step_time);
+  if (f.fabric.modelled) {
+    std::vector<std::string> parts;
+    std::int64_t flows = 0;
+    for (std::size_t k = 0; k < kCommKinds; ++k) {
+      flows += f.fabric.flows[k];
+      if (f.fabric.flows[k] > 0) parts.push_back(fmt::format("{} {:.2f}", comm_kind_name(static_cast<CommKind>(k)), f.fabric.slowest[k]));
+    }
+    out += fmt::format("fabric switches    the slowest group's share of its NICs' rate, every group of a kind at once: {} "
+                       "({} flows, max-min over the fabric's tiers in {:.2f} s)\n",
+                       parts.empty() ? std::string("no flow leaves a node") : fmt::format("{}", fmt::join(parts, ", ")), flows,
+                       f.fabric.solve_seconds);
+  }
   if (!f.ep_load.empty()) {
     std::vector<double> sorted = f.ep_load;
     std::sort(sorted.begin(), sorted.end());

@@ -267,6 +267,11 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
       f.topology.tiers = tr.integer("tiers", Need::required, 1, 4).value_or(2);
       f.topology.oversubscription = tr.number("oversubscription", Need::optional, 1.0, 64.0).value_or(1.0);
       f.topology.planes = tr.integer("planes", Need::optional, 1, 64).value_or(1);
+      f.topology.nodes_per_leaf = tr.integer("nodes_per_leaf", Need::optional, 1, 1'000'000).value_or(0);
+      f.topology.nodes_per_pod = tr.integer("nodes_per_pod", Need::optional, 1, 1'000'000).value_or(0);
+      f.topology.pod_oversubscription = tr.number("pod_oversubscription", Need::optional, 1.0, 64.0).value_or(1.0);
+      f.topology.ecmp = tr.choice<bool>("routing", Need::optional, {{"adaptive", false}, {"ecmp", true}}).value_or(false);
+      f.topology.ecmp_uplinks = tr.integer("ecmp_uplinks", Need::optional, 1, 4096).value_or(32);
     }
     std::vector<std::string> figures{"gpus_per_node", "nvswitch", "nics_per_node", "nic_rate", "topology"};
     if (f.nvlink_effective_per_gpu) figures.emplace_back("nvlink_effective_per_gpu");

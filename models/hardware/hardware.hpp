@@ -92,6 +92,16 @@ struct FabricTopology {
   std::int64_t tiers = 2;
   double oversubscription = 1.0;  // downlink : uplink bandwidth at the leaves
   std::int64_t planes = 1;        // independent network planes (DeepSeek's multi-plane fat tree)
+  // What the full-rank step's fabric model needs (sim/fabric_tree); absent: a 64-port leaf (NVIDIA
+  // Quantum-2 QM9700, 64 ports of 400 Gb/s: 32 down and 32 up when non-blocking), so a rail-optimized
+  // leaf takes one rail of 32 nodes (the DGX SuperPOD's 32-node scalable unit) and a fat-tree leaf 32
+  // NICs; three tiers put 32 leaves' worth of nodes in a pod (a radix-64 three-tier fat tree's k²/4 = 1024
+  // hosts a pod for whole-node leaves).
+  std::int64_t nodes_per_leaf = 0;   // 0: the default above
+  std::int64_t nodes_per_pod = 0;    // 0: the default above for three tiers; two tiers have one pod
+  double pod_oversubscription = 1.0; // pod spine down : up (three tiers)
+  bool ecmp = false;                 // ECMP hashing over the leaf's uplinks instead of adaptive routing
+  std::int64_t ecmp_uplinks = 32;    // spines a leaf hashes over
 };
 
 struct FabricSpec {

@@ -53,10 +53,18 @@ FullRankLayout full_rank_layout(const Job& job, const Placement& place, Schedule
   out.comm_scale.assign(static_cast<std::size_t>(gpus), {1, 1, 1, 1, 1});
   std::vector<sim::ItemGroup> groups;
   auto member = [&](std::int32_t g) { return sim::GroupMember{replica_of[static_cast<std::size_t>(g)], pp_of[static_cast<std::size_t>(g)]}; };
+  std::array<std::vector<std::vector<std::int32_t>>, kCommKinds> by_kind;
   for (auto [kind, axis] : {std::pair{CommKind::tp, ParallelDim::tp}, std::pair{CommKind::cp, ParallelDim::cp},
-                            std::pair{CommKind::ep, ParallelDim::ep}, std::pair{CommKind::dp, ParallelDim::dp}}) {
+                            std::pair{CommKind::ep, ParallelDim::ep}, std::pair{CommKind::dp, ParallelDim::dp}})
+    by_kind[static_cast<std::size_t>(kind)] = groups_along(place, gpus, axis);
+  for (const auto& rep : out.replicas)
+    for (std::size_t r = 0; r + 1 < rep.size(); ++r) by_kind[static_cast<std::size_t>(CommKind::pp)].push_back({rep[r], rep[r + 1]});
+  std::array<bool, kCommKinds> all_to_all{};
+  all_to_all[static_cast<std::size_t>(CommKind::ep)] = true;
+  out.fabric = fabric_shares(job.cluster, by_kind, all_to_all);
+  for (auto kind : {CommKind::tp, CommKind::cp, CommKind::ep, CommKind::dp}) {
     const auto k = static_cast<std::size_t>(kind);
-    for (const std::vector<std::int32_t>& members : groups_along(place, gpus, axis)) {
+    for (const std::vector<std::int32_t>& members : by_kind[k]) {
       double slowest = 1.0;
       for (std::int32_t g : members) slowest = std::min(slowest, out.conditions[static_cast<std::size_t>(g)].network);
       sim::ItemGroup group{static_cast<std::int32_t>(kind), {}};
@@ -77,6 +85,11 @@ FullRankLayout full_rank_layout(const Job& job, const Placement& place, Schedule
         if (r + 1 < rep.size()) slowest = std::min(slowest, out.conditions[static_cast<std::size_t>(rep[r + 1])].network);
         out.comm_scale[static_cast<std::size_t>(rep[r])][pp_kind] = 1.0 / std::min(1.0, slowest);
       }
+  // The fabric's switches: each group's share of its NICs' rate where they hold it back.
+  for (std::size_t g = 0; g < out.comm_scale.size(); ++g)
+    for (std::size_t k = 0; k < kCommKinds; ++k)
+      if (crosses_nodes[k]) out.comm_scale[g][k] /= out.fabric.share[g][k];
+  out.fabric.share.clear();  // folded into comm_scale
   // Gradient reductions: per stage, every GPU holding it with the same tensor and context ranks.
   std::map<std::array<std::int64_t, 3>, sim::ItemGroup> reductions;
   for (std::int64_t g = 0; g < gpus; ++g) {

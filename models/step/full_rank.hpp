@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/costs/step_costs.hpp"
+#include "models/step/fabric_congestion.hpp"
 #include "models/parallel/placement.hpp"
 #include "models/scenario/job.hpp"
 #include "models/schedules/registry.hpp"
@@ -28,8 +29,9 @@ struct FullRankLayout {
   std::vector<GpuCondition> conditions;              // per global rank
   // Per global rank, per CommKind: what its collectives' time is multiplied by — 1 / the slowest
   // network factor among the group's members when the kind crosses nodes (a ring or an all-to-all
-  // runs at its slowest link), else 1.
+  // runs at its slowest link), times 1 / the group's share of the fabric's switches; else 1.
   std::vector<std::array<double, kCommKinds>> comm_scale;
+  FabricShares fabric;                     // what the fabric's switches leave each group (folded into comm_scale)
   sim::ItemClasses classes;                // over replicas
   std::vector<sim::ItemGroup> barriers;    // the groups as the classes see them (members: class, pipeline rank)
 };

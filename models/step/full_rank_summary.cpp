@@ -57,6 +57,7 @@ FullRankSummary full_rank_summary(const Job& job, const StepSimulation& sim) {
   out.ep_load = sim.ep_load;
   for (const Perturbation& p : job.perturbations) out.perturbations.push_back(describe(p));
   out.failure = failure_stall(job, sim);
+  out.fabric = sim.fabric;
   return out;
 }
 

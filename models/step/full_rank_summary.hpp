@@ -37,6 +37,7 @@ struct FullRankSummary {
   std::vector<std::string> perturbations;      // each as "gpu 13: compute ×0.80"
   std::optional<double> unperturbed_step_time; // the same job with no perturbations (the caller fills it in)
   std::optional<FailureStall> failure;
+  FabricShares fabric;
 };
 
 FullRankSummary full_rank_summary(const Job& job, const StepSimulation& sim);

@@ -393,6 +393,7 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, StepMode mo
     if (!place) throw std::invalid_argument(why);
     layout = full_rank_layout(job, *place, s.kind, costs.network, by_ep.load_id, mode == StepMode::every_gpu);
     out.class_rounds = layout->classes.rounds;
+    out.fabric = layout->fabric;
   }
   // The replicas built: symmetric mode one standing for all; full mode the first of each class.
   const std::size_t built = layout ? layout->classes.first.size() : 1;

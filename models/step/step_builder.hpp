@@ -14,6 +14,7 @@
 #include "models/scenario/job.hpp"
 #include "models/schedule_run/pipeline_run.hpp"
 #include "models/costs/step_costs.hpp"
+#include "models/step/fabric_congestion.hpp"
 #include "sim/engine.hpp"
 #include "sim/failure.hpp"
 
@@ -52,6 +53,7 @@ struct StepSimulation {
   // Full mode with a GPU that fails during the step: per machine GPU, where it stops (sim/failure); the
   // step itself is the one simulated as if nothing failed. Empty when nothing fails.
   std::vector<sim::Stall> stalls;
+  FabricShares fabric;  // full mode: what the fabric's switches left each kind of collective (no per-rank shares)
   // Per pipeline rank (of the first replica in full mode), per schedule op: its tasks, [first, last).
   std::vector<std::vector<std::pair<sim::TaskId, sim::TaskId>>> op_tasks;
 };
