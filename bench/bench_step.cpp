@@ -123,5 +123,9 @@ BENCHMARK_CAPTURE(BM_FullRank, llama3_405b_16k, FullCase{"llama3-405b-16k-h100.j
 BENCHMARK_CAPTURE(BM_FullRank, llama3_405b_100k, FullCase{"llama3-405b-100k-h100.json", {}})->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 BENCHMARK_CAPTURE(BM_FullRank, llama3_405b_100k_stragglers, FullCase{"llama3-405b-100k-h100.json", {kStragglers}})
     ->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
+// On Llama 3's RoCE Clos (pods of 3,072 GPUs, 1:7 aggregation, ECMP): every DP ring and pipeline hop as
+// flows over the fabric's tiers, solved max-min (about 290K flows), before the step.
+BENCHMARK_CAPTURE(BM_FullRank, llama3_405b_100k_roce_clos, FullCase{"llama3-405b-100k-h100.json", {"cluster.fabric=h100-roce-llama3"}})
+    ->Iterations(1)->UseManualTime()->Unit(benchmark::kSecond);
 
 }  // namespace

@@ -310,7 +310,8 @@ class Engine {
     dirty_gpus_.clear();
     if (network_ && network_->dirty()) {
       network_->recompute(now_);
-      for (Network::FlowId f : network_->active()) {
+      r_.flows_refilled += network_->refilled();
+      for (Network::FlowId f : network_->changed()) {
         if (flow_version_.size() <= f) flow_version_.resize(f + 1, ~0u);
         if (flow_version_[f] == network_->version(f)) continue;  // estimate unchanged, event already queued
         flow_version_[f] = network_->version(f);

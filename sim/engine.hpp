@@ -44,6 +44,7 @@ struct SimResult {
   std::vector<std::int64_t> peak_memory;          // per GPU
   std::uint64_t events = 0;
   std::uint64_t rate_updates = 0;  // network max-min recomputations
+  std::uint64_t flows_refilled = 0;  // flows those recomputations filled again (the others kept their rates)
 };
 
 // `topology` is needed only when the graph has transfers; GPUs then need topology vertices.

@@ -2,6 +2,12 @@
 // Flow-level network: each transfer is a flow on its route; link bandwidth is shared max-min fairly
 // (progressive filling) and rates are recomputed whenever the set of flows changes. A flow's last
 // byte arrives the path's latency after it leaves the source.
+//
+// Re-sharing is incremental and exact. Progressive filling freezes flows in order of their rate, so
+// the freezes below some level λ depend only on what happens below λ: when flows stop, nothing below
+// the least stopped rate changes (their links' shares only grow); when flows start, nothing below the
+// least of cap / flows over the new flows' links (no such link can freeze earlier). Each re-share
+// keeps the flows below λ as they are (their bandwidth taken off their links) and fills only the rest.
 #include <cstdint>
 #include <vector>
 
@@ -31,6 +37,10 @@ class Network {
   double rate(FlowId f) const { return flows_[f].rate; }  // bytes/s
   Time latency(FlowId f) const { return flows_[f].latency; }
   const std::vector<FlowId>& active() const { return active_; }
+  // The flows whose finish estimate the last recompute() changed.
+  const std::vector<FlowId>& changed() const { return changed_; }
+  // Flows the last recompute() filled again (the rest kept their rates).
+  std::size_t refilled() const { return refilled_; }
 
   double link_bytes(LinkId l) const { return link_bytes_[l]; }  // carried by flows that have stopped
   std::uint64_t recomputes() const { return recomputes_; }
@@ -48,6 +58,7 @@ class Network {
     std::uint32_t slot = 0;  // position in active_
   };
   void advance(Flow& f, Time now);
+  void take(const Flow& f, double sign);  // adds (+1) or removes (−1) its rate on its links
 
   const Topology& topology_;
   std::vector<Flow> flows_;
@@ -60,6 +71,18 @@ class Network {
   std::vector<std::uint32_t> row_begin_, row_length_;
   std::vector<FlowId> rows_;
   std::vector<std::uint8_t> frozen_;
+  // Incremental state: per link the rates of its flows summed and how many flows cross it; the active
+  // flows in the order their rates froze (nondecreasing rates, as frozen), and the level below which
+  // the next re-share keeps every flow.
+  std::vector<double> allocated_;
+  std::vector<std::uint32_t> crossing_;
+  std::vector<FlowId> order_;
+  std::vector<double> order_rate_;
+  std::vector<FlowId> started_;  // since the last re-share
+  std::vector<std::uint8_t> stopped_;  // per flow: stopped since it was last ordered
+  double keep_below_ = 0;
+  std::vector<FlowId> changed_;
+  std::size_t refilled_ = 0;
   bool dirty_ = false;
   std::uint64_t recomputes_ = 0;
 };
