@@ -11,6 +11,15 @@ namespace {
 
 int run_run(const Args& args) {
   Job job = load_scenario(args.positional(0), args.values("--set"));
+  for (const char* kind : {"slow-gpu", "slow-link", "fail-node"})
+    for (const std::string& value : args.values(fmt::format("--{}", kind))) {
+      if (!args.flag("--full")) throw UsageError(fmt::format("--{} acts on single GPUs, which only the full-rank step simulates: add --full", kind));
+      try {
+        job.perturbations.push_back(perturbation_from_flag(kind, value, job.layout.gpus(), job.cluster.fabric.gpus_per_node));
+      } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+      }
+    }
   StepCosts costs = step_costs(job);
   if (!args.flag("--full") && !job.perturbations.empty())
     std::cerr << fmt::format("plumb: note: {}: the scenario's {} perturbation(s) act on single GPUs, which only the full-rank step "
@@ -42,7 +51,7 @@ int run_run(const Args& args) {
 const Command& run_command() {
   static const Command command{
       {"run",
-       "plumb run SCENARIO [--json] [--trace t.json] [--svg t.svg] [--full [--every-gpu]] [--set key=value ...]",
+       "plumb run SCENARIO [--json] [--trace t.json] [--svg t.svg] [--full [--every-gpu] [--slow-gpu R=F] [--slow-link N=F] [--fail-node N@T]] [--set key=value ...]",
        "Simulates one optimizer step on the discrete-event engine: the pipeline schedule with every op's\n"
        "compute and communication (TP, EP, CP, PP, DP), gradient reduction, ZeRO gathers and the\n"
        "optimizer. Prints step time, tokens/s, MFU, bubbles, exposed communication, memory per stage,\n"
@@ -54,6 +63,9 @@ const Command& run_command() {
         {"--svg", "FILE", "draw the pipeline schedule as it ran, op by op per rank, as an SVG"},
         {"--full", "", "simulate every GPU, each collective a barrier over its group, with the scenario's perturbations; GPUs that run alike are simulated once (default: one GPU per pipeline rank)"},
         {"--every-gpu", "", "with --full: build every GPU's tasks even where GPUs run alike (slower; checks the classes)"},
+        {"--slow-gpu", "GPU=FACTOR", "with --full: GPU (global rank) computes at FACTOR of its profile's speed, e.g. 17=0.8 (repeatable; adds to the scenario's perturbations)", true},
+        {"--slow-link", "NODE=FACTOR", "with --full: NODE's network links run at FACTOR of the fabric's bandwidth, e.g. 2=0.5 (repeatable)", true},
+        {"--fail-node", "NODE@TIME", "with --full: NODE stops TIME into the step, e.g. 5@2s; plumb shows where the step stalls (repeatable)", true},
         {"--set", "KEY=VALUE", "override a scenario field, e.g. --set parallel.micro_batch=2 (repeatable)", true}}},
       run_run};
   return command;

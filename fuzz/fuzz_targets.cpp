@@ -95,7 +95,11 @@ void scenario(const std::uint8_t* data, std::size_t size) {
     estimate_step(job.layout, job.microbatches(), costs);
     // The discrete-event step only where it is small, so that one input takes milliseconds.
     const ParallelLayout& p = job.layout;
-    if (schedule_op_estimate(p.schedule, {.ranks = p.pp, .microbatches = job.microbatches(), .vp = p.vp}) <= 2000) simulate_step(job, costs);
+    if (schedule_op_estimate(p.schedule, {.ranks = p.pp, .microbatches = job.microbatches(), .vp = p.vp}) <= 2000) {
+      simulate_step(job, costs);
+      // The full-rank step too on small jobs: classes, perturbations, the fabric's switches, failures.
+      if (p.gpus() <= 512) simulate_step(job, costs, StepMode::full);
+    }
   });
 }
 

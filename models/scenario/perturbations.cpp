@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <stdexcept>
 
 namespace plumb {
 namespace {
@@ -68,6 +69,50 @@ std::vector<Perturbation> read_perturbations(const Json& list, const std::string
     out.push_back(std::move(p));
   }
   return out;
+}
+
+Perturbation perturbation_from_flag(std::string_view kind, std::string_view value, std::int64_t gpus, std::int64_t gpus_per_node) {
+  const bool fail = kind == "fail-node", node = kind != "slow-gpu";
+  const char sep = fail ? '@' : '=';
+  const std::string expected = fail ? "NODE@TIME, e.g. 5@2s" : node ? "NODE=FACTOR, e.g. 2=0.5" : "GPU=FACTOR, e.g. 17=0.8";
+  const std::size_t at = value.find(sep);
+  if (at == std::string_view::npos) throw std::invalid_argument(fmt::format("--{} {}: expected {}", kind, value, expected));
+  const std::string id_text(value.substr(0, at)), rest(value.substr(at + 1));
+  const std::int64_t per_node = std::max<std::int64_t>(1, gpus_per_node), limit = node ? (gpus + per_node - 1) / per_node : gpus;
+  std::int64_t id = -1;
+  try {
+    std::size_t used = 0;
+    id = std::stoll(id_text, &used);
+    if (used != id_text.size()) id = -1;
+  } catch (const std::exception&) {
+    id = -1;
+  }
+  if (id < 0 || id >= limit)
+    throw std::invalid_argument(fmt::format("--{} {}: \"{}\" is not a {} of this job (0 to {})", kind, value, id_text, node ? "node" : "GPU", limit - 1));
+  Perturbation p;
+  p.what = fmt::format("{} {}", node ? "node" : "gpu", id);
+  for (std::int64_t g = node ? id * per_node : id; g < (node ? std::min(gpus, (id + 1) * per_node) : id + 1); ++g) p.gpus.push_back(g);
+  std::string why;
+  if (fail) {
+    const std::optional<double> t = parse_quantity(rest, Dimension::time, &why);
+    if (!t || !(*t > 0)) throw std::invalid_argument(fmt::format("--{} {}: {}; expected {}", kind, value, why.empty() ? "the time must be above 0" : why, expected));
+    p.fails_at = *t;
+    return p;
+  }
+  double factor = 0;
+  try {
+    std::size_t used = 0;
+    factor = std::stod(rest, &used);
+    if (used != rest.size()) factor = 0;
+  } catch (const std::exception&) {
+    factor = 0;
+  }
+  const double most = node ? 1.0 : 100.0;
+  if (!(factor >= 0.01 && factor <= most))
+    throw std::invalid_argument(fmt::format("--{} {}: the factor must be a number from 0.01 to {} ({})", kind, value, most,
+                                            node ? "a link runs at most at the fabric's speed" : "the speed relative to the GPU profile"));
+  (node ? p.network : p.compute) = factor;
+  return p;
 }
 
 std::vector<GpuCondition> gpu_conditions(const std::vector<Perturbation>& perturbations, std::int64_t gpus) {

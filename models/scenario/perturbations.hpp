@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/input/json_reader.hpp"
@@ -32,6 +33,12 @@ struct GpuCondition {
 // range, an entry with no effect) go to `src`.
 std::vector<Perturbation> read_perturbations(const Json& list, const std::string& pointer, const SourceFile& src,
                                              std::int64_t gpus, std::int64_t gpus_per_node);
+
+// A perturbation from the command line (`plumb run --full`): kind "slow-gpu" with "R=F" (GPU R at F of
+// its profile's speed), "slow-link" with "N=F" (node N's links at F of the fabric's bandwidth) or
+// "fail-node" with "N@T" (node N stops T into the step, "2s"). Throws std::invalid_argument saying
+// what is wrong and what is expected.
+Perturbation perturbation_from_flag(std::string_view kind, std::string_view value, std::int64_t gpus, std::int64_t gpus_per_node);
 
 // One condition per global rank (all 1.0 when nothing touches it).
 std::vector<GpuCondition> gpu_conditions(const std::vector<Perturbation>& perturbations, std::int64_t gpus);
