@@ -6,13 +6,6 @@
 namespace plumb::sim {
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64, as the topology's ECMP hash
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
@@ -101,9 +94,8 @@ std::vector<LinkId> FabricTree::path(std::int64_t a, std::int64_t b, std::uint64
   const std::int64_t l1 = leaf_of(src), l2 = leaf_of(b);
   if (l1 != l2) {
     const std::int64_t w = ways();
-    const std::int64_t k = w > 1 ? static_cast<std::int64_t>(mix(mix(static_cast<std::uint64_t>(a)) ^ (static_cast<std::uint64_t>(b) << 32) ^ salt) %
-                                                        static_cast<std::uint64_t>(w))
-                                 : 0;
+    const std::int64_t k =
+        w > 1 ? static_cast<std::int64_t>(ecmp_hash(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(b), salt) % static_cast<std::uint64_t>(w)) : 0;
     out.push_back(leaf_up_[static_cast<std::size_t>(l1 * w + k)]);
     const std::int64_t pods = shape_.nodes_per_pod > 0 ? ceil_div(shape_.nodes, shape_.nodes_per_pod) : 1;
     const std::int64_t p1 = leaf_pod_[static_cast<std::size_t>(l1)], p2 = leaf_pod_[static_cast<std::size_t>(l2)];

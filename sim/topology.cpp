@@ -6,16 +6,14 @@
 #include <stdexcept>
 
 namespace plumb::sim {
-namespace {
-
-std::uint64_t mix(std::uint64_t x) {  // splitmix64: a fixed, platform-independent hash
+std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
 
-}  // namespace
+std::uint64_t ecmp_hash(std::uint64_t src, std::uint64_t dst, std::uint64_t salt) { return splitmix64(splitmix64(src) ^ (dst << 32) ^ salt); }
 
 Topology::Vertex Topology::add_vertex(VertexKind kind, std::string name) {
   Vertex v = static_cast<Vertex>(boost::add_vertex(VertexInfo{kind, std::move(name)}, graph_));
@@ -62,7 +60,7 @@ std::vector<LinkId> Topology::route(Vertex src, Vertex dst, std::uint64_t salt) 
   const std::vector<std::int32_t>& hops = hops_to(dst);
   if (hops[src] < 0)
     throw std::runtime_error(fmt::format("Topology: no route from {} to {}", graph_[src].name, graph_[dst].name));
-  std::uint64_t h = mix(mix(src) ^ (static_cast<std::uint64_t>(dst) << 32) ^ salt);
+  std::uint64_t h = ecmp_hash(src, dst, salt);
   Vertex at = src;
   std::vector<std::pair<LinkId, Vertex>> choices;  // equal-cost next hops
   while (at != dst) {
@@ -73,7 +71,7 @@ std::vector<LinkId> Topology::route(Vertex src, Vertex dst, std::uint64_t salt) 
         choices.emplace_back(graph_[*e].id, next);
     }
     auto [link, next] = choices[h % choices.size()];
-    h = mix(h);
+    h = splitmix64(h);
     path.push_back(link);
     at = next;
   }

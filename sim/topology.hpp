@@ -13,6 +13,11 @@
 
 namespace plumb::sim {
 
+// The hash an ECMP switch applies to a flow: splitmix64 (fixed, platform-independent) of the source,
+// the destination and a salt; `splitmix64` steps it on for the next hop's choice.
+std::uint64_t splitmix64(std::uint64_t x);
+std::uint64_t ecmp_hash(std::uint64_t src, std::uint64_t dst, std::uint64_t salt);
+
 enum class VertexKind : std::uint8_t { gpu, nvswitch, nic, leaf, spine, core };
 
 struct VertexInfo {

@@ -7,6 +7,15 @@
 namespace plumb {
 namespace {
 
+// The global ranks of GPU `id`, or of node `id`'s GPUs, appended to `out`.
+void append_gpus(std::vector<std::int64_t>& out, bool node, std::int64_t id, std::int64_t gpus, std::int64_t per_node) {
+  if (!node) {
+    out.push_back(id);
+    return;
+  }
+  for (std::int64_t g = id * per_node; g < std::min(gpus, (id + 1) * per_node); ++g) out.push_back(g);
+}
+
 // The GPUs one entry names: "gpu": R, "gpus": [R, …], "node": N or "nodes": [N, …] (exactly one).
 std::vector<std::int64_t> targets(ObjectReader& r, std::string& what, std::int64_t gpus, std::int64_t per_node) {
   const std::int64_t nodes = (gpus + per_node - 1) / per_node;
@@ -31,9 +40,7 @@ std::vector<std::int64_t> targets(ObjectReader& r, std::string& what, std::int64
       }
       const std::int64_t id = item.get<std::int64_t>();
       what += fmt::format("{}{} {}", what.empty() ? "" : ", ", node ? "node" : "gpu", id);
-      if (!node) out.push_back(id);
-      else
-        for (std::int64_t g = id * per_node; g < std::min(gpus, (id + 1) * per_node); ++g) out.push_back(g);
+      append_gpus(out, node, id, gpus, per_node);
     }
   }
   if (named != 1)
@@ -91,7 +98,7 @@ Perturbation perturbation_from_flag(std::string_view kind, std::string_view valu
     throw std::invalid_argument(fmt::format("--{} {}: \"{}\" is not a {} of this job (0 to {})", kind, value, id_text, node ? "node" : "GPU", limit - 1));
   Perturbation p;
   p.what = fmt::format("{} {}", node ? "node" : "gpu", id);
-  for (std::int64_t g = node ? id * per_node : id; g < (node ? std::min(gpus, (id + 1) * per_node) : id + 1); ++g) p.gpus.push_back(g);
+  append_gpus(p.gpus, node, id, gpus, per_node);
   std::string why;
   if (fail) {
     const std::optional<double> t = parse_quantity(rest, Dimension::time, &why);
