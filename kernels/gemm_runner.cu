@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda_check.hpp"
 
@@ -14,15 +15,27 @@ void check(cublasStatus_t status, const char* what) {
 }
 
 constexpr std::size_t kWorkspaceBytes = 32u << 20;  // cuBLAS's recommendation for Hopper
+// The fp8 scales each on their own 256-byte line, as a separately allocated tensor's would be: an
+// algorithm may read a scale with an aligned vector load.
+constexpr std::size_t kScaleStride = 256;
+// Algorithms asked of the heuristic: the first that runs is kept (cuBLASLt's advice when its first
+// choice refuses the operands at launch, as it may for pointers it did not assume).
+constexpr int kAlgorithmsTried = 8;
 
 cublasLtHandle_t handle(void* p) { return static_cast<cublasLtHandle_t>(p); }
+
+std::string describe(const GemmCall& g) {
+  return std::string(g.fp8 ? "fp8" : "bf16") + " GEMM " + std::to_string(g.m) + "×" + std::to_string(g.n) + "×" + std::to_string(g.k) +
+         (g.batch > 1 ? " ×" + std::to_string(g.batch) : "");
+}
 
 }  // namespace
 
 struct GemmRunner::Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> algos;  // the heuristic's, best first
+  std::size_t chosen = 0;                  // the first of them that ran
   ~Plan() {
     cublasLtMatrixLayoutDestroy(a);
     cublasLtMatrixLayoutDestroy(b);
@@ -36,9 +49,10 @@ GemmRunner::GemmRunner() {
   check(cublasLtCreate(&lt), "cublasLtCreate");
   lt_ = lt;
   kernels::check(cudaMalloc(&workspace_, kWorkspaceBytes), "cudaMalloc(GEMM workspace)");
-  kernels::check(cudaMalloc(&scales_, 2 * sizeof(float)), "cudaMalloc(fp8 scales)");
-  const float ones[2] = {1.0f, 1.0f};
-  kernels::check(cudaMemcpy(scales_, ones, sizeof ones, cudaMemcpyHostToDevice), "cudaMemcpy(scales)");
+  kernels::check(cudaMalloc(&scales_, 2 * kScaleStride), "cudaMalloc(fp8 scales)");
+  const float one = 1.0f;
+  for (std::size_t i = 0; i < 2; ++i)
+    kernels::check(cudaMemcpy(static_cast<char*>(scales_) + i * kScaleStride, &one, sizeof one, cudaMemcpyHostToDevice), "cudaMemcpy(scales)");
 }
 
 GemmRunner::~GemmRunner() {
@@ -48,7 +62,7 @@ GemmRunner::~GemmRunner() {
   cublasLtDestroy(handle(lt_));
 }
 
-const GemmRunner::Plan& GemmRunner::plan(const GemmCall& g) {
+GemmRunner::Plan& GemmRunner::plan(const GemmCall& g) {
   Key key{g.m, g.n, g.k, g.batch, g.fp8};
   auto found = plans_.find(key);
   if (found != plans_.end()) return *found->second;
@@ -60,7 +74,7 @@ const GemmRunner::Plan& GemmRunner::plan(const GemmCall& g) {
   if (g.fp8) {
     // One scale per input tensor (1: the inputs are in range), read from device memory as in training.
     const float* a_scale = static_cast<const float*>(scales_);
-    const float* b_scale = a_scale + 1;
+    const float* b_scale = reinterpret_cast<const float*>(static_cast<const char*>(scales_) + kScaleStride);
     check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale), "set A scale");
     check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale), "set B scale");
   }
@@ -81,23 +95,31 @@ const GemmRunner::Plan& GemmRunner::plan(const GemmCall& g) {
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kWorkspaceBytes, sizeof kWorkspaceBytes),
         "set workspace");
-  cublasLtMatmulHeuristicResult_t heuristic{};
+  cublasLtMatmulHeuristicResult_t heuristic[kAlgorithmsTried]{};
   int found_algos = 0;
-  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle(lt_), p->op, p->a, p->b, p->c, p->c, pref, 1, &heuristic, &found_algos);
+  cublasStatus_t status =
+      cublasLtMatmulAlgoGetHeuristic(handle(lt_), p->op, p->a, p->b, p->c, p->c, pref, kAlgorithmsTried, heuristic, &found_algos);
   cublasLtMatmulPreferenceDestroy(pref);
-  check(status, "cublasLtMatmulAlgoGetHeuristic");
-  if (found_algos == 0)
-    throw std::runtime_error("cuBLASLt has no algorithm for the " + std::string(g.fp8 ? "fp8" : "bf16") + " GEMM " + std::to_string(g.m) +
-                             "×" + std::to_string(g.n) + "×" + std::to_string(g.k));
-  p->algo = heuristic.algo;
+  check(status, ("cublasLtMatmulAlgoGetHeuristic for the " + describe(g)).c_str());
+  if (found_algos == 0) throw std::runtime_error("cuBLASLt has no algorithm for the " + describe(g));
+  for (int i = 0; i < found_algos; ++i)
+    if (heuristic[i].state == CUBLAS_STATUS_SUCCESS) p->algos.push_back(heuristic[i].algo);
+  if (p->algos.empty()) throw std::runtime_error("cuBLASLt has no usable algorithm for the " + describe(g));
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
 void GemmRunner::run(const GemmCall& g, const void* a, const void* b, void* c, cudaStream_t stream) {
-  const Plan& p = plan(g);
+  Plan& p = plan(g);
   const float alpha = 1.0f, beta = 0.0f;
-  check(cublasLtMatmul(handle(lt_), p.op, &alpha, a, p.a, b, p.b, &beta, c, p.c, c, p.c, &p.algo, workspace_, kWorkspaceBytes, stream),
-        "cublasLtMatmul");
+  cublasStatus_t status = CUBLAS_STATUS_NOT_SUPPORTED;
+  // The plan's chosen algorithm; while it is refused as not supported, the heuristic's next ones.
+  for (; p.chosen < p.algos.size(); ++p.chosen) {
+    status = cublasLtMatmul(handle(lt_), p.op, &alpha, a, p.a, b, p.b, &beta, c, p.c, c, p.c, &p.algos[p.chosen], workspace_,
+                            kWorkspaceBytes, stream);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) break;
+  }
+  if (p.chosen == p.algos.size()) p.chosen = 0;  // none ran: report, and try them all again next time
+  check(status, ("cublasLtMatmul for the " + describe(g) + " (" + std::to_string(p.algos.size()) + " algorithms tried)").c_str());
 }
 
 }  // namespace plumb::kernels

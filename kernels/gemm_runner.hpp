@@ -30,10 +30,10 @@ class GemmRunner {
  private:
   struct Plan;
   using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>;
-  const Plan& plan(const GemmCall& g);
+  Plan& plan(const GemmCall& g);
   void* lt_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
-  void* scales_ = nullptr;  // two device floats, 1.0: the fp8 per-tensor scales
+  void* scales_ = nullptr;  // two device floats, 1.0, 256 bytes apart: the fp8 per-tensor scales
   std::map<Key, std::unique_ptr<Plan>> plans_;
 };
 

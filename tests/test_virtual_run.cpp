@@ -322,6 +322,15 @@ TEST_CASE("a measured-run file with a missing or wrong field is refused with its
   CHECK_THROWS_WITH_AS(compare_measured_run(read_measured_run(bad.string())), doctest::Contains("give --profile"), InputError);
 }
 
+TEST_CASE("the GPU at hand gets the bundled profile of its model and memory, the plain one over a variant") {
+  // Names as the CUDA runtime reports them (nvidia-smi's name column).
+  CHECK(bundled_gpu_profile("NVIDIA H100 80GB HBM3")->name == "NVIDIA H100 SXM5 80GB");
+  CHECK(bundled_gpu_profile("NVIDIA H200")->name == "NVIDIA H200 SXM 141GB");
+  CHECK(bundled_gpu_profile("NVIDIA H800")->name == "NVIDIA H800 SXM5 80GB");
+  CHECK(bundled_gpu_profile("NVIDIA A100-SXM4-80GB")->name == "NVIDIA A100 SXM4 80GB");
+  CHECK_FALSE(bundled_gpu_profile("Tesla T4").has_value());
+}
+
 TEST_CASE("a GEMM on a quarter of the SMs is as efficient as one with four times its FLOPs on the whole GPU") {
   // H800 fp8 table (DeepGEMM): 50.2% below 9·10^11 FLOPs, 62.0% from there. 3·10^11 FLOPs on a 32-SM
   // green context give each SM the work of 1.24·10^12 on all 132.
@@ -371,4 +380,34 @@ TEST_CASE("every kernel, send and optimizer pass of a rank fits the buffers plan
     INFO(std::string(file) << ": " << total / (1ull << 30) << " GiB");
     CHECK(total < 0.9 * 80.0 * (1ull << 30));
   }
+}
+
+// Measured on a lent NVIDIA H200 (driver 580.159.04, CUDA 13.0) on 2026-11-26 by scripts/gpu-session:
+// the virtual-stage runs of GPT-3 175B (every schedule) and DeepSeek-V3 (DualPipe), and the benches of
+// both scenarios' GEMM shapes that `plumb calibrate` fitted calibrated.json to. Predicted with that
+// profile, every run's step lands within 20% of what the GPU measured (the worst: zb-v −17.1%,
+// dualpipev −16.7%; DeepSeek-V3 −2.5%), and so do its GEMMs and its flash attention taken together.
+TEST_CASE("measured on an H200: the profile calibrated from the session's benches predicts every virtual-stage run within 20%") {
+  const std::filesystem::path dir = data_dir() / "tests/fixtures/gpu/h200-2026-11-26";
+  Diagnostics d;
+  SourceFile src{"calibrated.json", dir, &d, {}};
+  const std::optional<GpuSpec> calibrated = read_gpu(Json((dir / "calibrated.json").string()), "", src);
+  REQUIRE(calibrated.has_value());
+  int runs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("run-", 0) != 0) continue;
+    CAPTURE(name);
+    const MeasuredFile measured = read_measured_run(entry.path().string());
+    CHECK(measured.setup.device == "NVIDIA H200");
+    const Comparison c = compare_measured_run(measured, calibrated);
+    CHECK(std::abs(c.error()) < 0.20);
+    // Unfused attention's batched score GEMMs (K = the head width, 128) are priced by the size table's
+    // efficiency, not by their shapes: predicted 38% fast, a known miss (docs/fidelity.md).
+    const bool unfused = name.find("unfused") != std::string::npos;
+    for (const KindComparison& k : c.kinds)
+      if (k.kind == "GEMM" || (k.kind == "attention" && !unfused)) CHECK(std::abs(k.predicted / k.measured - 1) < 0.20);
+    ++runs;
+  }
+  CHECK(runs == 9);
 }

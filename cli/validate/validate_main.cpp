@@ -303,6 +303,7 @@ int numerics(const Args& args) {
   for (const auto& [name, kind] : schedule_names()) names.push_back(name);
   if (std::find(names.begin(), names.end(), which) == names.end()) throw UsageError(plumb::cli::unknown_word_message("--schedule", which, names));
   if (kernels::list_devices().empty()) throw std::runtime_error("no GPU is visible");
+  std::cout << std::unitbuf;  // each schedule's line out as it is checked, whatever happens after it
   int mismatches = 0, checked = 0;
   for (const auto& [name, kind] : schedule_names()) {
     if (which != "all" && which != name) continue;

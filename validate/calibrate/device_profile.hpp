@@ -1,5 +1,6 @@
 #pragma once
-// The bundled GPU profile of a device the CUDA runtime names ("NVIDIA H100 80GB HBM3" → h100-sxm).
+// The bundled GPU profile of a device the CUDA runtime names ("NVIDIA H100 80GB HBM3" → h100-sxm,
+// "NVIDIA H200" → h200-sxm); nullopt when no bundled profile is of that model.
 #include <optional>
 #include <string>
 

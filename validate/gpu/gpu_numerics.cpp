@@ -193,9 +193,9 @@ class Runner {
   Cell& cell(StageWork w) { return cells_[static_cast<std::size_t>(w.stage) * mbs_ + static_cast<std::size_t>(w.mb)]; }
   bool last(StageWork w) const { return static_cast<std::size_t>(w.stage) + 1 == stages_; }
   // The stage's input: the micro-batch's data, or the previous stage's output.
-  const bf16* input(StageWork w) { return w.stage == 0 ? bf(inputs_[static_cast<std::size_t>(w.mb)]) : bf(cell({w.stage - 1, w.mb}).y); }
+  const bf16* input(StageWork w) { return w.stage == 0 ? bf(inputs_[static_cast<std::size_t>(w.mb)]) : bf(cell(stage_work(w.mb, w.stage - 1)).y); }
   // The gradient of the stage's output: the loss's, or the next stage's input gradient.
-  const bf16* output_grad(StageWork w) { return last(w) ? bf(dloss_[static_cast<std::size_t>(w.mb)]) : bf(cell({w.stage + 1, w.mb}).dx); }
+  const bf16* output_grad(StageWork w) { return last(w) ? bf(dloss_[static_cast<std::size_t>(w.mb)]) : bf(cell(stage_work(w.mb, w.stage + 1)).dx); }
 
   // C (column-major m×n, i.e. row-major [n][m]) = A[m][k] · B[n][k]ᵀ.
   void gemm(Lane& l, std::int64_t m, std::int64_t n, std::int64_t k, const bf16* a, const bf16* b, bf16* c) {
