@@ -24,8 +24,15 @@ bool hopper_name(const std::string& name) { return name.starts_with("h100") || n
 TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   auto names = catalogue_names(kGpuProfiles);
   CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h100-sxm-96gb-500w", "h200-sxm", "h800-sxm",
-                                         "h800-sxm-deepseek-2024"});
+                                         "h800-sxm-deepseek-2024", "host-cpu-core"});
+  // The host backend's core: every figure sourced (the nine, the GEMM model and the HBM efficiency,
+  // both placeholders for plumb calibrate), every dtype computed in fp32 at one rate.
+  const GpuSpec core = gpu("host-cpu-core");
+  CHECK(core.sources.size() == 12);
+  CHECK(core.peak_dense.at(MathDtype::fp8) == core.peak_dense.at(MathDtype::bf16));
+  CHECK(core.peak_dense.at(MathDtype::fp32) == core.peak_dense.at(MathDtype::bf16));
   for (const std::string& name : names) {
+    if (name == "host-cpu-core") continue;
     GpuSpec g = gpu(name);
     INFO(name);
     // Every figure, the efficiencies included, has its source: nine everywhere, Hopper's fp8 GEMM

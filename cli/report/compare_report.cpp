@@ -18,6 +18,9 @@ std::string comparison_text(const Comparison& c) {
   out += fmt::format("predicted with the {} profile\n\n", c.profile);
   out += fmt::format("step time   measured {:.3f} ms   predicted {:.3f} ms   error {}\n\n", c.measured_step * 1e3, c.predicted_step * 1e3,
                      pct(c.predicted_step, c.measured_step));
+  out += c.order_difference.empty()
+             ? fmt::format("op order    as simulated on every rank ({} ops executed)\n\n", c.ops_executed)
+             : fmt::format("op order    DIFFERS from the simulated one: {}\n\n", c.order_difference);
   out += " rank   busy ms (measured  predicted)   bubble (measured  predicted)\n";
   for (std::size_t r = 0; r < c.ranks.size(); ++r) {
     const RankComparison& x = c.ranks[r];
@@ -54,6 +57,8 @@ Json comparison_json(const Comparison& c) {
           {"measured_step_s", c.measured_step},
           {"predicted_step_s", c.predicted_step},
           {"error", c.error()},
+          {"same_op_order", c.order_difference.empty()},
+          {"op_order_difference", c.order_difference},
           {"ranks", ranks},
           {"kinds", kinds},
           {"ops", ops}};

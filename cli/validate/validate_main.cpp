@@ -1,35 +1,33 @@
-// plumb-validate: measurements on the GPU at hand, for `plumb calibrate` and `plumb compare`.
-//   plumb-validate bench [--scenario S] [--set k=v ...] [--quick] [--no-sweep] [--reps N] --out F
-//   plumb-validate run SCENARIO [--stages K] [--layers-per-stage L] [--micro-batches M] ... --out F
+// plumb-validate: measurements on the machine at hand — the GPU (cuda backend) or this CPU (host
+// backend) — for `plumb calibrate` and `plumb compare`.
+//   plumb-validate bench [--backend cuda|host] [--scenario S] [--set k=v ...] [--quick] [--no-sweep] [--reps N] --out F
+//   plumb-validate run SCENARIO [--backend cuda|host] [--stages K] [--layers-per-stage L] [--micro-batches M] ... --out F
 //   plumb-validate collectives [--op OP|all] [--min BYTES] [--max BYTES] [--iters N] --out-dir DIR
 //   plumb-validate numerics [--schedule S|all] [--pp P] [--microbatches M] [--vp V]
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <unistd.h>
 #include <ctime>
+#include <functional>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 
 #include "cli/args/args.hpp"
-#include "kernels/bench/attention_bench.hpp"
-#include "kernels/device_info.hpp"
-#include "kernels/bench/gemm_bench.hpp"
-#include "kernels/bench/memory_bench.hpp"
-#include "kernels/bench/nccl_bench.hpp"
-#include "models/input/catalogue.hpp"
 #include "models/input/diagnostics.hpp"
-#include "models/input/units.hpp"
-#include "models/schedules/registry.hpp"
-#include "models/costs/flops.hpp"
-#include "validate/run/bench_plan.hpp"
 #include "validate/calibrate/device_profile.hpp"
-#include "validate/gpu/gpu_numerics.hpp"
+#include "validate/execute/executor.hpp"
+#include "validate/host/host_bench.hpp"
+#include "validate/host/host_pipeline_device.hpp"
+#include "validate/run/pipeline_numerics.hpp"
+#include "models/schedules/registry.hpp"
+#ifdef PLUMB_HAVE_MPI
+#include "validate/host/mpi_pipeline_device.hpp"
+#endif
 #include "validate/run/measured_run.hpp"
-#include "validate/calibrate/nccl_tests_log.hpp"
-#include "validate/gpu/stage_executor.hpp"
 #include "validate/run/virtual_run.hpp"
+#ifdef PLUMB_HAVE_CUDA
+#include "cli/validate/cuda_tools.hpp"
+#endif
 
 namespace {
 
@@ -40,28 +38,33 @@ using plumb::cli::UsageError;
 
 const CommandSpec kBench{
     "bench",
-    "plumb-validate bench [--scenario S] [--set key=value ...] [--quick] [--no-sweep] [--no-fp8] [--no-attention] [--reps N] --out F",
-    "Times the scenario's GEMMs (every stage's layer and head, forward, input and weight gradient, as plumb\n"
+    "plumb-validate bench [--backend cuda|host] [--scenario S] [--set key=value ...] [--quick] [--no-sweep] [--no-fp8]\n"
+    "                     [--no-attention] [--reps N] --out F",
+    "cuda: times the scenario's GEMMs (every stage's layer and head, forward, input and weight gradient, as plumb\n"
     "costs them) and a sweep of square sizes with cuBLASLt on GPU 0 — in bf16, and in fp8 (e4m3, per-tensor\n"
     "scales) where the GPU has fp8 (compute capability 8.9 and up) — plumb's flash attention kernel forward and\n"
     "backward at the scenario's heads and over sequences of 1K–16K tokens, a streaming copy at three sizes, and\n"
     "writes the measurement file plumb calibrate fits the GPU profile's GEMM efficiency tables, attention and\n"
     "HBM efficiencies from. Refuses a GEMM or attention pass faster than the profile's dense peak or a copy\n"
-    "faster than its HBM bandwidth (a timing error, not a result).",
+    "faster than its HBM bandwidth (a timing error, not a result).\n"
+    "host: the same with the host backend's kernels on one thread of this CPU (float GEMMs through Eigen, plumb's\n"
+    "blocked attention at the scenario's heads, copies of 16 and 64 MiB), squares 64–1024 as the sweep, each the\n"
+    "median thread CPU time as the host run counts it; `plumb calibrate` fits the host-cpu-core profile from it.",
     {},
-    {{"--scenario", "S", "the scenario whose GEMM shapes to time (default: the sweep only)"},
+    {{"--backend", "B", "cuda (GPU 0; the default in CUDA builds) or host (this CPU; the default otherwise)"},
+     {"--scenario", "S", "the scenario whose GEMM shapes to time (default: the sweep only)"},
      {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
      {"--quick", "", "squares up to 4096, 5 repetitions, one copy size: a smoke test"},
      {"--no-sweep", "", "only the scenario's shapes"},
      {"--no-attention", "", "no flash attention runs"},
      {"--no-fp8", "", "bf16 GEMMs only"},
-     {"--reps", "N", "timed repetitions per GEMM after warm-up (20)"},
+     {"--reps", "N", "timed repetitions per GEMM after warm-up (20; host 5)"},
      {"--out", "FILE", "where the measurement file goes"}}};
 
 const CommandSpec kRun{
     "run",
-    "plumb-validate run SCENARIO [--set key=value ...] [--stages K] [--layers-per-stage L] [--micro-batches M]\n"
-    "                   [--layer-kind moe|dense] [--sms-per-stage S] [--attention flash|unfused] [--steps N] [--no-kernel-times]\n"
+    "plumb-validate run SCENARIO [--backend cuda|host] [--mpi | --ranks-at-once] [--set key=value ...] [--stages K] [--layers-per-stage L]\n"
+    "                   [--micro-batches M] [--layer-kind moe|dense] [--sms-per-stage S] [--attention flash|unfused] [--steps N] [--no-kernel-times]\n"
     "                   --out F [--trace T]",
     "Executes the scenario's pipeline schedule with real kernels on GPU 0, shrunk to fit it: K virtual stages, each\n"
     "a CUDA green context holding its share of the SMs (--sms-per-stage; default the SMs over K in groups of 8),\n"
@@ -69,15 +72,24 @@ const CommandSpec kRun{
     "sharding as narrower GEMMs), every op as cuBLASLt GEMMs (fp8 where the scenario trains in fp8) and the\n"
     "memory-bound kernels plumb costs, attention by plumb's flash kernel (or unfused: batched GEMMs and a softmax\n"
     "pass), sends as device copies. Times every op and kernel with CUDA events and writes the file `plumb compare`\n"
-    "reads.",
+    "reads.\n"
+    "--backend host runs the same plan on this CPU: each pipeline rank a thread of its own with the host backend's\n"
+    "kernels (the flash kernel's blocked attention; no unfused attention), each rank timed by its own clock of\n"
+    "thread CPU time (a core per rank, however many cores the machine has; one kernel at a time unless\n"
+    "--ranks-at-once, so each is timed as the bench timed it), predicted by `plumb compare` as one host-cpu-core\n"
+    "per stage. --mpi runs each rank as an MPI process of its own (mpirun -np PP ... --mpi).",
     {"SCENARIO"},
-    {{"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
+    {{"--backend", "B", "cuda (GPU 0; the default in CUDA builds) or host (this CPU; the default otherwise)"},
+     {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
      {"--stages", "K", "virtual pipeline ranks on the GPU (4)"},
      {"--layers-per-stage", "L", "transformer layers per model stage (1)"},
      {"--micro-batches", "M", "micro-batches per step (twice the stages)"},
      {"--layer-kind", "KIND", "moe or dense (moe for MoE models)"},
      {"--sms-per-stage", "S", "SMs per green context"},
      {"--attention", "KERNEL", "flash (plumb's kernel, the default) or unfused (batched GEMMs and a softmax pass)"},
+     {"--ranks-at-once", "", "host: let the ranks' kernels run at the same time (they then share cores, caches and clock boost; "
+                             "default: one at a time, each timed as the bench timed it)"},
+     {"--mpi", "", "host: one process per pipeline rank (mpirun -np PP plumb-validate run ... --backend host --mpi); rank 0 writes"},
      {"--steps", "N", "timed steps after one warm-up step (3)"},
      {"--no-kernel-times", "", "time ops only, not each kernel"},
      {"--out", "FILE", "where the measured run goes"},
@@ -101,15 +113,18 @@ const CommandSpec kCollectives{
 
 const CommandSpec kNumerics{
     "numerics",
-    "plumb-validate numerics [--schedule S|all] [--pp P] [--microbatches M] [--vp V]",
+    "plumb-validate numerics [--backend cuda|host] [--schedule S|all] [--pp P] [--microbatches M] [--vp V]",
     "Checks that a pipeline schedule computes what a serial run does, on GPU 0 with real kernels: a small model\n"
     "(per stage one SwiGLU MLP block with a residual, 64 tokens per micro-batch, cuBLASLt bf16 GEMMs with fp32\n"
     "accumulation, a squared-error loss) runs the schedule's ops on one stream per pipeline rank in the order\n"
     "plumb-validate run queues them, each waiting on CUDA events for what other ranks produce, with every buffer\n"
     "poisoned with NaN first; then serially on one stream. The loss and every weight gradient must agree within\n"
-    "1e-3 (relative; only the order the micro-batches' weight gradients are summed in differs).",
+    "1e-3 (relative; only the order the micro-batches' weight gradients are summed in differs).\n"
+    "--backend host: the same model in float64 on the CPU, its passes in the same queue order, against a serial run;\n"
+    "they must agree within 1e-12 (float64 summation order).",
     {},
-    {{"--schedule", "S", "a schedule name, or all (default)"},
+    {{"--backend", "B", "cuda (GPU 0; the default in CUDA builds) or host (this CPU; the default otherwise)"},
+     {"--schedule", "S", "a schedule name, or all (default)"},
      {"--pp", "P", "pipeline ranks (4)"},
      {"--microbatches", "M", "micro-batches (twice the ranks)"},
      {"--vp", "V", "model stages per rank for interleaved (2)"}}};
@@ -121,128 +136,52 @@ std::string today_utc() {
   return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
 }
 
-// Times each GEMM (median of `reps`); refuses a time faster than the profile's peak.
-std::vector<std::pair<BenchGemm, double>> time_gemms(const std::vector<BenchGemm>& gemms, const std::optional<GpuSpec>& profile,
-                                                     bool quick, int reps) {
-  std::vector<std::pair<BenchGemm, double>> timed;
-  for (std::size_t i = 0; i < gemms.size(); ++i) {
-    const BenchGemm& g = gemms[i];
-    const std::string_view dtype = math_dtype_name(g.dtype);
-    kernels::GemmTiming t;
-    try {
-      t = kernels::time_gemm(g.m, g.n, g.k, g.dtype == MathDtype::fp8 ? kernels::GemmInputs::fp8_e4m3 : kernels::GemmInputs::bf16,
-                             quick ? 2 : 5, reps);
-    } catch (const std::runtime_error& e) {
-      std::cerr << fmt::format("[{}/{}] {} {}×{}×{} skipped: {}\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, e.what());
-      continue;
-    }
-    double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-    double tflops = flops / t.median_seconds / kTera;
-    std::cerr << fmt::format("[{}/{}] {} {}×{}×{} {:.1f} TFLOP/s ({})\n", i + 1, gemms.size(), dtype, g.m, g.n, g.k, tflops, g.what);
-    if (profile && profile->peak_dense.count(g.dtype) && flops / t.min_seconds > 1.02 * profile->peak_dense.at(g.dtype))
-      throw std::runtime_error(fmt::format("{} {}×{}×{} ran at {:.0f} TFLOP/s, above the {} {} peak: the timing is wrong", dtype, g.m, g.n,
-                                           g.k, flops / t.min_seconds / kTera, profile->name, dtype));
-    timed.emplace_back(g, t.median_seconds);
-  }
-  return timed;
+
+// The backends this build has: host always, cuda where CUDA was found (and then the default).
+const std::vector<std::string>& backends() {
+#ifdef PLUMB_HAVE_CUDA
+  static const std::vector<std::string> names{"cuda", "host"};
+#else
+  static const std::vector<std::string> names{"host"};
+#endif
+  return names;
 }
 
-// Streaming copies of 256 MiB, 1 GiB and 4 GiB per buffer (one size when quick), as far as memory allows;
-// refuses a rate above the profile's HBM bandwidth.
-std::vector<MemoryMeasurement> time_copies(const kernels::DeviceInfo& device, const std::optional<GpuSpec>& profile, bool quick,
-                                           int reps) {
-  std::vector<MemoryMeasurement> memory;
-  for (std::size_t mib : quick ? std::vector<std::size_t>{256} : std::vector<std::size_t>{256, 1024, 4096}) {
-    const std::size_t bytes = mib << 20;
-    if (4 * bytes > device.total_memory_bytes) continue;
-    kernels::CopyTiming t;
-    try {
-      t = kernels::time_copy(bytes, quick ? 2 : 3, reps);
-    } catch (const std::runtime_error& e) {
-      std::cerr << fmt::format("copy of {} MiB skipped: {}\n", mib, e.what());
-      continue;
-    }
-    double rate = t.bytes_moved / t.median_seconds;
-    std::cerr << fmt::format("copy {} MiB: {:.0f} GB/s read + written\n", mib, rate / 1e9);
-    if (profile && rate > 1.02 * profile->hbm_bandwidth)
-      throw std::runtime_error(fmt::format("a copy ran at {:.0f} GB/s, above the {} HBM bandwidth: the timing is wrong", rate / 1e9,
-                                           profile->name));
-    memory.push_back({"copy", t.bytes_moved, t.median_seconds});
+std::string backend(const Args& args) {
+  const std::string b = args.value("--backend", backends().front());
+  if (std::find(backends().begin(), backends().end(), b) == backends().end()) {
+    if (b == "cuda") throw UsageError("--backend cuda: this plumb-validate was built without CUDA (build the cuda-release preset)");
+    throw UsageError(plumb::cli::unknown_word_message("--backend", b, backends()));
   }
-  return memory;
-}
-
-// Flash attention at the scenario's heads and a sweep of sequence lengths (one call when quick); refuses a
-// rate above the profile's bf16 peak.
-std::vector<AttentionMeasurement> time_attention_calls(const Job* job, bool sweep, const std::optional<GpuSpec>& profile,
-                                                       bool quick, int reps) {
-  std::vector<AttentionMeasurement> attention;
-  std::vector<BenchAttention> calls = bench_attention(job, sweep);
-  if (quick && calls.size() > 1) calls.resize(1);
-  for (const BenchAttention& b : calls) {
-    const kernels::AttentionCall& c = b.call;
-    kernels::AttentionTiming t;
-    try {
-      t = kernels::time_attention(c, quick ? 2 : 3, reps);
-    } catch (const std::exception& e) {
-      std::cerr << fmt::format("attention {}×{} ({}, {}) skipped: {}\n", c.batch_heads, c.seq, c.d_qk, c.d_v, e.what());
-      continue;
-    }
-    AttentionMeasurement a{static_cast<double>(c.batch_heads), static_cast<double>(c.seq), static_cast<double>(c.d_qk),
-                           static_cast<double>(c.d_v), c.causal, t.forward_seconds, t.backward_seconds, b.what};
-    const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
-    std::cerr << fmt::format("attention {} heads × {} tokens ({}, {}), causal: forward {:.1f}, backward {:.1f} TFLOP/s ({})\n",
-                             c.batch_heads, c.seq, c.d_qk, c.d_v, f.forward / t.forward_seconds / kTera,
-                             f.backward_executed() / t.backward_seconds / kTera, b.what);
-    if (profile && profile->peak_dense.count(MathDtype::bf16) &&
-        std::max(f.forward / t.forward_seconds, f.backward_executed() / t.backward_seconds) > 1.02 * profile->peak_dense.at(MathDtype::bf16))
-      throw std::runtime_error(fmt::format("attention ran above the {} bf16 peak: the timing is wrong", profile->name));
-    attention.push_back(a);
-  }
-  return attention;
+  return b;
 }
 
 int bench(const Args& args) {
   if (!args.flag("--out")) throw UsageError("--out FILE is required");
-  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
-  if (devices.empty()) throw std::runtime_error("no GPU is visible");
-  const kernels::DeviceInfo& device = devices.front();
+#ifdef PLUMB_HAVE_CUDA
+  if (backend(args) == "cuda") return plumb::cli::gpu_bench(args, today_utc());
+#else
+  backend(args);
+#endif
   std::optional<Job> job;
   if (args.flag("--scenario")) job = load_scenario(args.value("--scenario"), args.values("--set"));
-  const bool quick = args.flag("--quick");
-  std::vector<BenchGemm> gemms = bench_gemms(job ? &*job : nullptr, !args.flag("--no-sweep"));
-  if (quick)
-    gemms.erase(std::remove_if(gemms.begin(), gemms.end(), [](const BenchGemm& g) { return g.what != "sweep" || g.m > 4096; }),
-                gemms.end());
-  const int reps = static_cast<int>(args.integer("--reps", quick ? 5 : 20, 1, 10000));
-  std::optional<GpuSpec> profile = bundled_gpu_profile(device.name);
-  // fp8 tensor cores from Ada (8.9) and Hopper (9.0) on.
-  const bool fp8 = !args.flag("--no-fp8") && device.compute_capability_major * 10 + device.compute_capability_minor >= 89;
-  if (fp8) {
-    std::size_t shapes = gemms.size();
-    for (std::size_t i = 0; i < shapes; ++i) {
-      BenchGemm g = gemms[i];
-      g.dtype = MathDtype::fp8;
-      gemms.push_back(g);
-    }
-  }
-  const std::vector<std::pair<BenchGemm, double>> timed = time_gemms(gemms, profile, quick, reps);
-  const std::vector<MemoryMeasurement> memory = time_copies(device, profile, quick, reps);
-  std::vector<AttentionMeasurement> attention;
-  if (!args.flag("--no-attention")) attention = time_attention_calls(job ? &*job : nullptr, !args.flag("--no-sweep"), profile, quick, reps);
-  LaunchMeasurement launch{2000, kernels::time_kernel_overhead(2000)};
-  std::cerr << fmt::format("kernel launch: {:.2f} us each, back to back\n", launch.seconds_per_kernel * 1e6);
-  Json doc = measurements_json(device.name, device.driver_version, kernels::sm_clock_mhz(), today_utc(), timed, memory, launch, attention);
+  HostBenchOptions o;
+  o.sweep = !args.flag("--no-sweep");
+  o.attention = !args.flag("--no-attention");
+  o.reps = static_cast<int>(args.integer("--reps", args.flag("--quick") ? 3 : 5, 1, 10000));
+  const Json doc = host_bench(job ? &*job : nullptr, o, bundled_gpu_profile(host_device_name()), today_utc(), std::cerr);
   std::ofstream out(args.value("--out"));
   if (!out) throw UsageError("cannot write " + args.value("--out"));
   out << doc.dump(1) << "\n";
-  std::cout << fmt::format("{} GEMMs, {} attention calls and {} copies timed on {} → {}\n", timed.size(), attention.size(), memory.size(),
-                           device.name, args.value("--out"));
-  return timed.empty() ? 1 : 0;
+  std::cout << fmt::format("{} GEMMs, {} attention calls and {} copies timed on {} → {}\n", doc["gemm"].size(),
+                           doc.contains("attention") ? doc["attention"].size() : 0, doc.contains("memory") ? doc["memory"].size() : 0,
+                           host_device_name(), args.value("--out"));
+  return 0;
 }
 
 int run(const Args& args) {
   if (!args.flag("--out")) throw UsageError("--out FILE is required");
+  const std::string b = backend(args);
   MeasuredSetup setup;
   setup.scenario = args.positional(0);
   setup.overrides = args.values("--set");
@@ -253,35 +192,60 @@ int run(const Args& args) {
   o.layer_kind = args.value("--layer-kind");
   o.sms_per_stage = args.integer("--sms-per-stage", 0, 0, 10000);
   o.attention = plumb::cli::choose("--attention", args.value("--attention", "flash"), attention_kernel_words());
-  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();  // the options are checked first
-  if (devices.empty()) throw std::runtime_error("no GPU is visible");
-  const kernels::DeviceInfo& device = devices.front();
+  const bool mpi = args.flag("--mpi");
+  if (mpi && b != "host") throw UsageError("--mpi runs the host backend's ranks as processes: give --backend host");
+  if (args.flag("--ranks-at-once") && b != "host") throw UsageError("--ranks-at-once is the host backend's: give --backend host");
+#ifndef PLUMB_HAVE_MPI
+  if (mpi) throw UsageError("--mpi: this plumb-validate was built without MPI (install libopenmpi-dev and rebuild)");
+#endif
+  if (b == "host") {
+    if (args.flag("--ranks-at-once") && mpi) throw UsageError("--ranks-at-once is the threaded host backend's; MPI processes always run at once");
+    if (o.sms_per_stage > 0) throw UsageError("--sms-per-stage splits a GPU; the host backend gives every rank a core of its own");
+    if (o.attention == AttentionKernel::unfused) throw UsageError("--attention unfused: the host backend runs the flash kernel's blocked attention only");
+    o.stage_per_profile = true;
+  }
   Job full = load_scenario(setup.scenario, setup.overrides);
-  if (std::optional<GpuSpec> profile = bundled_gpu_profile(device.name)) full.cluster.gpu = *profile;  // the GPU at hand
-  full.cluster.gpu.sms = device.sms;
-  VirtualRun plan = plan_virtual_run(full, o);
+  if (b == "host") {
+    std::optional<GpuSpec> core = bundled_gpu_profile(host_device_name());
+    if (!core) throw std::runtime_error("the bundled host-cpu-core profile is missing from hw_profiles/gpus");
+    full.cluster.gpu = *core;
+  }
+#ifdef PLUMB_HAVE_CUDA
+  else
+    plumb::cli::use_gpu_at_hand(full);
+#endif
+  const VirtualRun plan = plan_virtual_run(full, o);
   std::size_t kernels_per_step = 0;
   for (const RunOp& op : plan.order)
     kernels_per_step += plan.kernels(plan.schedule.ops[static_cast<std::size_t>(op.rank)][static_cast<std::size_t>(op.index)]).size();
-  std::cerr << fmt::format("{}: {} ranks × {} SMs, {} stages of {} layer(s), {} micro-batches, {} ops and {} kernels per step\n",
-                           device.name, plan.job.layout.pp, plan.job.cluster.gpu.sms, plan.job.layout.stages(), o.layers_per_stage,
+  std::unique_ptr<PipelineDevice> device;
+#ifdef PLUMB_HAVE_CUDA
+  if (b == "cuda") device = plumb::cli::gpu_pipeline_device(plan);
+#endif
+#ifdef PLUMB_HAVE_MPI
+  if (mpi) device = make_mpi_pipeline_device(plan);
+  const bool writes = mpi_world_rank() == 0;  // under --mpi, rank 0 reports for all
+#else
+  const bool writes = true;
+#endif
+  if (!device) device = make_host_pipeline_device(plan, !args.flag("--ranks-at-once"));
+  const DeviceIdentity id = device->identity();
+  if (writes)
+    std::cerr << fmt::format("{}: {} ranks × {} {}, {} stages of {} layer(s), {} micro-batches, {} ops and {} kernels per step\n", id.name,
+                           plan.job.layout.pp, device->units(0), b == "host" ? "core" : "SMs", plan.job.layout.stages(), o.layers_per_stage,
                            plan.job.microbatches(), plan.order.size(), kernels_per_step);
-  double need = 0;
-  for (std::int32_t r = 0; r < static_cast<std::int32_t>(plan.job.layout.pp); ++r)
-    need += static_cast<double>(plan_buffers(plan, r).total()) + 32.0 * (1 << 20);  // and each rank's GEMM workspace
-  std::cerr << fmt::format("device memory planned: {:.1f} GiB of {:.1f} GiB\n", need / (1 << 30),
-                           static_cast<double>(device.total_memory_bytes) / (1 << 30));
-  if (need > 0.95 * static_cast<double>(device.total_memory_bytes))
-    throw std::runtime_error(fmt::format("the run needs {:.1f} GiB of the GPU's {:.1f} GiB: give fewer --stages, or a shorter "
-                                         "--set training.seq_len (unfused attention keeps each stage's score matrix)",
-                                         need / (1 << 30), static_cast<double>(device.total_memory_bytes) / (1 << 30)));
   ExecutorOptions e;
   e.timed_steps = static_cast<int>(args.integer("--steps", 3, 1, 1000));
   e.kernel_times = !args.flag("--no-kernel-times");
-  MeasuredRun measured = execute_virtual_run(plan, e);
-  setup.device = device.name;
-  setup.driver = device.driver_version;
-  setup.clock_mhz = kernels::sm_clock_mhz();
+  MeasuredRun measured = execute_virtual_run(plan, *device, e);
+  device.reset();
+#ifdef PLUMB_HAVE_MPI
+  if (mpi) mpi_finish();
+#endif
+  if (!writes) return 0;
+  setup.device = id.name;
+  setup.driver = id.driver;
+  setup.clock_mhz = static_cast<int>(id.clock_mhz);
   setup.date = today_utc();
   std::ofstream out(args.value("--out"));
   if (!out) throw UsageError("cannot write " + args.value("--out"));
@@ -292,17 +256,24 @@ int run(const Args& args) {
     trace << measured_trace_json(plan, measured).dump() << "\n";
   }
   std::cout << fmt::format("step {:.2f} ms (median of {}) on {} → {}\n", measured.median_step() * 1e3, measured.step_seconds.size(),
-                           device.name, args.value("--out"));
+                           id.name, args.value("--out"));
   return 0;
 }
 
-int numerics(const Args& args) {
+#ifndef PLUMB_HAVE_CUDA
+[[noreturn]] void needs_cuda(const std::string& command) {
+  throw UsageError(fmt::format("{} needs a GPU: this plumb-validate was built without CUDA (build the cuda-release preset)", command));
+}
+#endif
+
+// Each schedule (or one) checked by `check` against a serial run: the loss and every weight gradient
+// within `tolerance`.
+int numerics_over_schedules(const Args& args, const std::function<NumericCheck(const PipelineSchedule&)>& check, double tolerance) {
   const std::int64_t pp = args.integer("--pp", 4, 1, 64), m = args.integer("--microbatches", 2 * pp, 1, 4096);
   const std::string which = args.value("--schedule", "all");
   std::vector<std::string> names{"all"};
   for (const auto& [name, kind] : schedule_names()) names.push_back(name);
   if (std::find(names.begin(), names.end(), which) == names.end()) throw UsageError(plumb::cli::unknown_word_message("--schedule", which, names));
-  if (kernels::list_devices().empty()) throw std::runtime_error("no GPU is visible");
   std::cout << std::unitbuf;  // each schedule's line out as it is checked, whatever happens after it
   int mismatches = 0, checked = 0;
   for (const auto& [name, kind] : schedule_names()) {
@@ -316,60 +287,38 @@ int numerics(const Args& args) {
       std::cout << fmt::format("{:<11} skipped: {}\n", name, e.what());
       continue;
     }
-    const NumericCheck c = check_schedule_numerics_gpu(schedule);
-    const bool ok = c.matches(kGpuNumericsTolerance);
-    std::cout << fmt::format("{:<11} {} ranks, {} stages × {} micro-batches, {} ops: loss {:.7g} (serial {:.7g}), largest gradient "
+    const NumericCheck c = check(schedule);
+    const bool ok = c.matches(tolerance);
+    std::cout << fmt::format("{:<11} {} ranks, {} stages × {} micro-batches, {} ops: loss {:.10g} (serial {:.10g}), largest gradient "
                              "difference {:.2e} of the largest gradient — {}\n",
                              name, pp, c.stages, c.microbatches, c.ops, c.loss_pipelined, c.loss_serial, c.max_gradient_difference,
                              ok ? "matches" : "DIFFERS");
     ++checked;
     mismatches += ok ? 0 : 1;
   }
-  std::cout << fmt::format("{} of {} schedules match a serial run within {:g}\n", checked - mismatches, checked, kGpuNumericsTolerance);
+  std::cout << fmt::format("{} of {} schedules match a serial run within {:g}\n", checked - mismatches, checked, tolerance);
   return mismatches == 0 && checked > 0 ? 0 : 1;
 }
 
-// The largest message the collective sweep's --min/--max accept: 1 TB.
-constexpr double kMaxSweepBytes = 1e12;
+// host: validate/pipeline_numerics's float64 model, its passes in the executor's queue order, exact
+// but for float64 summation order; cuda: the same model with the GPU's kernels and streams.
+int numerics(const Args& args) {
+  if (backend(args) == "host")
+    return numerics_over_schedules(args, [](const PipelineSchedule& s) { return check_schedule_numerics(s); }, 1e-12);
+#ifdef PLUMB_HAVE_CUDA
+  return numerics_over_schedules(args, plumb::cli::gpu_numerics_check, plumb::cli::gpu_numerics_tolerance());
+#else
+  return 2;  // unreachable: backend() refuses cuda without CUDA
+#endif
+}
 
 int collectives(const Args& args) {
-  if (!args.flag("--out-dir")) throw UsageError("--out-dir DIR is required");
-  std::vector<kernels::DeviceInfo> devices = kernels::list_devices();
-  if (devices.size() < 2) throw std::runtime_error(fmt::format("collectives need two or more GPUs; {} visible", devices.size()));
-  const std::vector<std::pair<std::string, std::pair<kernels::NcclCollective, CollectiveOp>>> ops{
-      {"all_reduce", {kernels::NcclCollective::all_reduce, CollectiveOp::all_reduce}},
-      {"all_gather", {kernels::NcclCollective::all_gather, CollectiveOp::all_gather}},
-      {"reduce_scatter", {kernels::NcclCollective::reduce_scatter, CollectiveOp::reduce_scatter}},
-      {"all_to_all", {kernels::NcclCollective::all_to_all, CollectiveOp::all_to_all}}};
-  const std::string which = args.value("--op", "all");
-  std::vector<std::string> names{"all"};
-  for (const auto& [name, op] : ops) names.push_back(name);
-  if (std::find(names.begin(), names.end(), which) == names.end()) throw UsageError(plumb::cli::unknown_word_message("--op", which, names));
-  const double min_bytes = args.number("--min", 8, 1, kMaxSweepBytes), max_bytes = args.number("--max", 1073741824.0, min_bytes, kMaxSweepBytes);
-  const int iters = static_cast<int>(args.integer("--iters", 20, 1, 100000));
-  std::vector<int> ids;
-  std::vector<std::string> device_names;
-  for (const kernels::DeviceInfo& d : devices) {
-    ids.push_back(d.index);
-    device_names.push_back(d.name);
-  }
-  char host[256] = "localhost";
-  gethostname(host, sizeof host - 1);
-  std::error_code made;
-  std::filesystem::create_directories(args.value("--out-dir"), made);
-  if (made) throw UsageError(fmt::format("--out-dir {}: cannot create it ({})", args.value("--out-dir"), made.message()));
-  for (const auto& [name, op] : ops) {
-    if (which != "all" && which != name) continue;
-    std::vector<kernels::NcclTiming> t = kernels::time_nccl(op.first, ids, min_bytes, max_bytes, 5, iters);
-    std::vector<NcclTestsRow> rows;
-    for (const kernels::NcclTiming& x : t) rows.push_back({x.bytes, x.seconds, 0, 0, x.in_place_seconds});
-    const std::string file = (std::filesystem::path(args.value("--out-dir")) / (nccl_tests_binary(op.second) + ".log")).string();
-    std::ofstream out(file);
-    if (!out) throw UsageError("cannot write " + file);
-    out << nccl_tests_log_text(op.second, host, device_names, rows);
-    std::cout << fmt::format("{}: {} sizes over {} GPUs → {}\n", name, rows.size(), ids.size(), file);
-  }
-  return 0;
+#ifdef PLUMB_HAVE_CUDA
+  return plumb::cli::gpu_collectives(args);
+#else
+  (void)args;
+  needs_cuda("collectives");
+#endif
 }
 
 }  // namespace

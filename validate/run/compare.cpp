@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <tuple>
 
 #include "models/input/catalogue.hpp"
 #include "sim/intervals.hpp"
@@ -78,6 +79,29 @@ VirtualRun virtual_run_of(const MeasuredFile& m, const Job& full) {
   }
 }
 
+// Per rank, the ops' schedule indices in the order they started (ties in schedule order).
+std::vector<std::vector<std::int32_t>> start_order(std::size_t ranks, std::vector<std::tuple<std::size_t, double, std::int32_t>> ops) {
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+    return std::tie(std::get<1>(a), std::get<2>(a)) < std::tie(std::get<1>(b), std::get<2>(b));
+  });
+  std::vector<std::vector<std::int32_t>> order(ranks);
+  for (const auto& [r, start, index] : ops) order[r].push_back(index);
+  return order;
+}
+
+// Where the executed order of ops first departs from the simulated one, or "" where it never does.
+std::string order_difference(const std::vector<std::vector<std::int32_t>>& measured, const std::vector<std::vector<std::int32_t>>& predicted) {
+  for (std::size_t r = 0; r < measured.size(); ++r) {
+    const auto& m = measured[r];
+    const auto& p = predicted[r];
+    for (std::size_t i = 0; i < std::max(m.size(), p.size()); ++i)
+      if (i >= m.size() || i >= p.size() || m[i] != p[i])
+        return fmt::format("rank {}, its op #{}: executed {}, simulated {}", r, i + 1, i < m.size() ? fmt::format("op {}", m[i]) : "none",
+                           i < p.size() ? fmt::format("op {}", p[i]) : "none");
+  }
+  return "";
+}
+
 }  // namespace
 
 Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu, const std::string& scenario_in) {
@@ -119,6 +143,12 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   for (std::size_t r = 0; r < placed.size(); ++r)
     for (const PlacedOp& op : placed[r]) predicted_spans.emplace_back(r, op.start, op.end);
   std::vector<double> mb = busy_per_rank(ranks, measured_spans), pb = busy_per_rank(ranks, predicted_spans);
+  std::vector<std::tuple<std::size_t, double, std::int32_t>> measured_starts, predicted_starts;
+  for (const MeasuredOp& op : m.run.timeline) measured_starts.emplace_back(static_cast<std::size_t>(op.rank), op.start, op.index);
+  for (std::size_t r = 0; r < placed.size(); ++r)
+    for (const PlacedOp& op : placed[r]) predicted_starts.emplace_back(r, op.start, static_cast<std::int32_t>(op.op - sim.schedule.ops[r].data()));
+  c.ops_executed = static_cast<std::int64_t>(m.run.timeline.size());
+  c.order_difference = order_difference(start_order(ranks, measured_starts), start_order(ranks, predicted_starts));
   for (std::size_t r = 0; r < ranks; ++r)
     c.ranks.push_back({mb[r], pb[r], c.measured_step > 0 ? 1 - mb[r] / c.measured_step : 0,
                        c.predicted_step > 0 ? 1 - pb[r] / c.predicted_step : 0});

@@ -39,6 +39,10 @@ struct Comparison {
   std::vector<RankComparison> ranks;
   std::vector<OpComparison> ops;
   std::vector<KindComparison> kinds;
+  // The executed order of every rank's ops against the simulated one (both from the same schedule):
+  // "" when they agree op for op, else where they first part.
+  std::int64_t ops_executed = 0;
+  std::string order_difference;
   double error() const { return predicted_step / measured_step - 1; }
 };
 

@@ -49,8 +49,8 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   if (kind != "moe" && kind != "dense") src.error("--layer-kind", fmt::format("\"{}\" is not moe or dense", kind));
   if (kind == "moe" && !full.model.moe) src.error("--layer-kind", fmt::format("{} has no MoE layers; use dense", full.model.name));
   const std::int64_t gpu_sms = full.cluster.gpu.sms;
-  const std::int64_t sms = o.stages >= 1 ? default_sms(o, gpu_sms) : 1;
-  if (o.stages >= 1 && sms * o.stages > gpu_sms)
+  const std::int64_t sms = o.stage_per_profile ? gpu_sms : o.stages >= 1 ? default_sms(o, gpu_sms) : 1;
+  if (!o.stage_per_profile && o.stages >= 1 && sms * o.stages > gpu_sms)
     src.error("--sms-per-stage", fmt::format("{} stages of {} SMs need {} SMs; the {} has {}", o.stages, sms, sms * o.stages,
                                              full.cluster.gpu.name, gpu_sms));
   d.throw_if_any();
@@ -100,7 +100,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   g.efficiency_sms = full.cluster.gpu.efficiency_sms > 0 ? full.cluster.gpu.efficiency_sms : gpu_sms;
   for (auto& [dtype, rate] : g.peak_dense) rate *= share;
   g.hbm_bandwidth *= share;
-  g.hbm_capacity /= static_cast<double>(o.stages);
+  if (!o.stage_per_profile) g.hbm_capacity /= static_cast<double>(o.stages);
   // A device copy reads and writes every byte: half the streaming bandwidth moves the payload.
   g.nvlink_bandwidth_per_direction = g.hbm_bandwidth * g.hbm_efficiency / 2;
   FabricSpec& f = job.cluster.fabric;
@@ -312,6 +312,12 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
   return run;
 }
 
+std::vector<std::int32_t> gather_index(std::size_t rows) {
+  std::vector<std::int32_t> index(rows);
+  for (std::size_t i = 0; i < rows; ++i) index[i] = static_cast<std::int32_t>((i * 7919u) % rows);
+  return index;
+}
+
 std::vector<RunOp> enqueue_order(const PipelineSchedule& schedule) {
   // Only waits on other ranks are listed: a rank's own order is its stream's.
   const auto stages = static_cast<std::int32_t>(schedule.stages);
@@ -412,12 +418,14 @@ BufferPlan plan_buffers(const VirtualRun& run, std::int32_t rank) {
 }
 
 Json virtual_options_json(const VirtualRunOptions& o) {
-  return {{"stages", o.stages},
-          {"layers_per_stage", o.layers_per_stage},
-          {"micro_batches", o.micro_batches},
-          {"layer_kind", o.layer_kind},
-          {"sms_per_stage", o.sms_per_stage},
-          {"attention", attention_kernel_name(o.attention)}};
+  Json j{{"stages", o.stages},
+         {"layers_per_stage", o.layers_per_stage},
+         {"micro_batches", o.micro_batches},
+         {"layer_kind", o.layer_kind},
+         {"sms_per_stage", o.sms_per_stage},
+         {"attention", attention_kernel_name(o.attention)}};
+  if (o.stage_per_profile) j["stage_per_profile"] = true;
+  return j;
 }
 
 VirtualRunOptions read_virtual_options(const Json& value, const std::string& pointer, const SourceFile& src) {
@@ -429,6 +437,7 @@ VirtualRunOptions read_virtual_options(const Json& value, const std::string& poi
   o.layer_kind = r.string("layer_kind", Need::optional).value_or("");
   o.sms_per_stage = r.integer("sms_per_stage", Need::optional, 0, 100'000).value_or(0);
   o.attention = r.choice<AttentionKernel>("attention", Need::optional, attention_kernel_words()).value_or(o.attention);
+  o.stage_per_profile = r.boolean("stage_per_profile", Need::optional).value_or(false);
   r.finish();
   return o;
 }

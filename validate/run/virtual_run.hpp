@@ -1,7 +1,7 @@
 #pragma once
 // The single-GPU validation run (`plumb-validate run`, `plumb compare`): a scenario shrunk to K
 // virtual pipeline stages on one GPU — fewer layers, the same shapes — each stage on its own share of
-// the SMs, and the kernels that execute it. Pure CPU code: the executor (validate/stage_executor)
+// the SMs, and the kernels that execute it. Pure CPU code: the executor (validate/execute)
 // launches what this describes, and `plumb compare` predicts the same shrunk job with plumb's models.
 #include <cstdint>
 #include <string>
@@ -27,6 +27,9 @@ struct VirtualRunOptions {
   // flash: kernels/flash_attention, priced by the profile's attention efficiencies; unfused: batched
   // GEMMs and a softmax pass, priced by GEMM efficiency and HBM bandwidth.
   AttentionKernel attention = AttentionKernel::flash;
+  // The profile describes what one stage runs on (the host backend: a core of its own per rank), not
+  // a GPU the stages split: each stage gets the whole profile and sms_per_stage is not used.
+  bool stage_per_profile = false;
 };
 
 // The shrunk job plumb predicts: one node of `stages` "GPUs", each the full GPU's `sms_per_stage`
@@ -103,6 +106,10 @@ struct BufferPlan {
   }
 };
 BufferPlan plan_buffers(const VirtualRun& run, std::int32_t rank);
+
+// The gather index the permute kernels read, `rows` long: row i reads row (i · 7919) mod rows, a
+// scatter over the rows that stays in range.
+std::vector<std::int32_t> gather_index(std::size_t rows);
 
 // Every op of the schedule, each after the ops on other ranks it waits for: a forward needs the
 // previous stage's forward of its micro-batch; a backward (or its input-gradient half) the next
