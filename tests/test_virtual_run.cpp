@@ -320,6 +320,13 @@ TEST_CASE("a measured-run file with a missing or wrong field is refused with its
   unknown_device["device"] = "Imaginary GPU 9000";
   std::ofstream(bad) << unknown_device.dump();
   CHECK_THROWS_WITH_AS(compare_measured_run(read_measured_run(bad.string())), doctest::Contains("give --profile"), InputError);
+  // A gradient all-reduce (data-parallel host runs) that ends before it starts, and options out of range.
+  Json reduce = Json::parse(std::ifstream(good));
+  reduce["gradient_reductions"] = Json::array({{{"rank", 0}, {"start_s", 0.5}, {"end_s", 0.25}}});
+  reduce["virtual"]["dp"] = 0;
+  std::ofstream(bad) << reduce.dump();
+  CHECK_THROWS_WITH_AS(read_measured_run(bad.string()), doctest::Contains("/gradient_reductions/0/end_s: the reduction ends"), InputError);
+  CHECK_THROWS_WITH_AS(read_measured_run(bad.string()), doctest::Contains("/virtual/dp"), InputError);
 }
 
 TEST_CASE("the GPU at hand gets the bundled profile of its model and memory, the plain one over a variant") {

@@ -63,7 +63,7 @@ const CommandSpec kBench{
 
 const CommandSpec kRun{
     "run",
-    "plumb-validate run SCENARIO [--backend cuda|host] [--mpi | --ranks-at-once] [--set key=value ...] [--stages K] [--layers-per-stage L]\n"
+    "plumb-validate run SCENARIO [--backend cuda|host] [--mpi [--dp D] | --ranks-at-once] [--set key=value ...] [--stages K] [--layers-per-stage L]\n"
     "                   [--micro-batches M] [--layer-kind moe|dense] [--sms-per-stage S] [--attention flash|unfused] [--steps N] [--no-kernel-times]\n"
     "                   --out F [--trace T]",
     "Executes the scenario's pipeline schedule with real kernels on GPU 0, shrunk to fit it: K virtual stages, each\n"
@@ -77,7 +77,8 @@ const CommandSpec kRun{
     "kernels (the flash kernel's blocked attention; no unfused attention), each rank timed by its own clock of\n"
     "thread CPU time (a core per rank, however many cores the machine has; one kernel at a time unless\n"
     "--ranks-at-once, so each is timed as the bench timed it), predicted by `plumb compare` as one host-cpu-core\n"
-    "per stage. --mpi runs each rank as an MPI process of its own (mpirun -np PP ... --mpi).",
+    "per stage. --mpi runs each rank as an MPI process of its own (mpirun -np PP ... --mpi); --dp D runs D replicas\n"
+    "of the pipeline whose ranks all-reduce their weight gradients (mpirun -np PP×D ... --mpi --dp D).",
     {"SCENARIO"},
     {{"--backend", "B", "cuda (GPU 0; the default in CUDA builds) or host (this CPU; the default otherwise)"},
      {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true},
@@ -89,6 +90,8 @@ const CommandSpec kRun{
      {"--attention", "KERNEL", "flash (plumb's kernel, the default) or unfused (batched GEMMs and a softmax pass)"},
      {"--ranks-at-once", "", "host: let the ranks' kernels run at the same time (they then share cores, caches and clock boost; "
                              "default: one at a time, each timed as the bench timed it)"},
+     {"--dp", "D", "host --mpi: D data-parallel replicas of the pipeline, each rank all-reducing its weight gradients with its peers "
+                   "(mpirun -np PP×D; default 1)"},
      {"--mpi", "", "host: one process per pipeline rank (mpirun -np PP plumb-validate run ... --backend host --mpi); rank 0 writes"},
      {"--steps", "N", "timed steps after one warm-up step (3)"},
      {"--no-kernel-times", "", "time ops only, not each kernel"},
@@ -195,6 +198,8 @@ int run(const Args& args) {
   const bool mpi = args.flag("--mpi");
   if (mpi && b != "host") throw UsageError("--mpi runs the host backend's ranks as processes: give --backend host");
   if (args.flag("--ranks-at-once") && b != "host") throw UsageError("--ranks-at-once is the host backend's: give --backend host");
+  o.dp = args.integer("--dp", 1, 1, 1024);
+  if (o.dp > 1 && !mpi) throw UsageError("--dp runs replicas as MPI processes: give --backend host --mpi (mpirun -np PP×D ...)");
 #ifndef PLUMB_HAVE_MPI
   if (mpi) throw UsageError("--mpi: this plumb-validate was built without MPI (install libopenmpi-dev and rebuild)");
 #endif

@@ -4,8 +4,19 @@
 # per-rank schedule with real arithmetic (threads, or with MPI=1 one MPI process per rank), and
 # plumb compare predicts the same shrunk job with the calibrated profile. Each step must be within
 # ±15% of what was measured, and each rank must have run its ops in the simulated order.
-#   -DVALIDATE=plumb-validate -DPLUMB=plumb -DOUT=dir -DSCENARIO=file [-DMPIEXEC=... -DMPI=1]
+# With -DDP=2 (MPI only) it runs 1F1B as two replicas of the pipeline, 8 processes, each rank
+# all-reducing its gradients with its peer (a real MPI_Allreduce, its sum checked by the run), and
+# checks the step and that compare reports the all-reduce.
+#   -DVALIDATE=plumb-validate -DPLUMB=plumb -DOUT=dir -DSCENARIO=file [-DMPIEXEC=... -DMPI=1 [-DDP=2]]
 set(schedules gpipe 1f1b interleaved zb-h1 dualpipev)
+set(processes 4)
+set(replicas "")
+if(DP)
+  set(schedules 1f1b)
+  math(EXPR processes "4 * ${DP}")
+  set(replicas --dp ${DP})
+  set(MPI "${MPI}-dp${DP}")
+endif()
 set(bench ${OUT}/host-bench.json)
 set(profile ${OUT}/host-calibrated.json)
 function(run_or_fail)
@@ -28,7 +39,7 @@ foreach(schedule IN LISTS schedules)
   set(run ${OUT}/host-run-${schedule}${MPI}.json)
   set(command ${VALIDATE} run ${SCENARIO} --backend host --set parallel.schedule=${schedule} --set parallel.vp=${vp} --steps 1 --out ${run})
   if(MPI)
-    run_or_fail(${MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} 4 ${MPIEXEC_PREFLAGS} ${command} --mpi)
+    run_or_fail(${MPIEXEC} ${MPIEXEC_NUMPROC_FLAG} ${processes} ${MPIEXEC_PREFLAGS} ${command} --mpi ${replicas})
   else()
     run_or_fail(${command})
   endif()
@@ -41,6 +52,12 @@ foreach(schedule IN LISTS schedules)
   if(NOT same)
     string(JSON where GET "${last_output}" op_order_difference)
     message(FATAL_ERROR "${schedule}: the executed op order departs from the simulated one: ${where}")
+  endif()
+  if(DP)
+    string(JSON kinds GET "${last_output}" kinds)
+    if(NOT kinds MATCHES "gradient all-reduce")
+      message(FATAL_ERROR "${schedule} with ${DP} replicas: plumb compare reports no gradient all-reduce\n${kinds}")
+    endif()
   endif()
   if(error GREATER 0.15 OR error LESS -0.15)
     message(FATAL_ERROR "${schedule}: predicted step ${predicted} s against ${measured} s measured (error ${error}), outside ±15%\n${summary}")

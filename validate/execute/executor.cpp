@@ -18,10 +18,12 @@ class Executor {
     for (int r = 0; r < ranks_; ++r) out.sms.push_back(device_.units(r));
     for (int s = 0; s < o_.warmup_steps; ++s) step();
     std::vector<std::vector<MeasuredOp>> timelines;
+    std::vector<std::vector<MeasuredSpan>> reductions;
     std::map<std::pair<std::int32_t, int>, std::vector<double>> kernel_runs;
     for (int s = 0; s < o_.timed_steps; ++s) {
       step();
       timelines.push_back(read_timeline(kernel_runs));
+      reductions.push_back(read_reductions());
       double end = 0;
       for (int r = 0; r < ranks_; ++r) end = std::max(end, since(r, finish_[static_cast<std::size_t>(r)]));
       out.step_seconds.push_back(end);
@@ -30,6 +32,7 @@ class Executor {
     for (std::size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
     std::sort(by_time.begin(), by_time.end(), [&](std::size_t x, std::size_t y) { return out.step_seconds[x] < out.step_seconds[y]; });
     out.timeline = timelines[by_time[by_time.size() / 2]];
+    out.gradient_reductions = reductions[by_time[by_time.size() / 2]];
     for (auto& [key, runs] : kernel_runs) {
       std::sort(runs.begin(), runs.end());
       out.op_times.push_back({run_.op_names[static_cast<std::size_t>(key.first)], key.second, runs[runs.size() / 2],
@@ -70,7 +73,13 @@ class Executor {
       for (int c = 0; c < op.sends; ++c) device_.send(r, (r + 1) % ranks_, run_.send_bytes);
       op_events_[i] = {begin, device_.record(r)};
     }
+    reduce_.assign(static_cast<std::size_t>(ranks_), {});
     for (int r = 0; r < ranks_; ++r) {
+      if (const double bytes = run_.gradient_bytes[static_cast<std::size_t>(r)]; bytes > 0) {
+        const Event begin = device_.record(r);
+        device_.reduce_gradients(r, bytes);
+        reduce_[static_cast<std::size_t>(r)] = {begin, device_.record(r)};
+      }
       device_.stream(r, run_.optimizer_bytes[static_cast<std::size_t>(r)]);
       finish_.push_back(device_.record(r));
     }
@@ -79,6 +88,17 @@ class Executor {
 
   // Seconds from the step's start on rank r to event e of that rank.
   double since(int r, Event e) { return device_.seconds(r, refs_[static_cast<std::size_t>(r)], e); }
+
+  // Each rank's gradient all-reduce of the step, where the run has replicas.
+  std::vector<MeasuredSpan> read_reductions() {
+    std::vector<MeasuredSpan> out;
+    for (int r = 0; r < ranks_; ++r)
+      if (run_.gradient_bytes[static_cast<std::size_t>(r)] > 0) {
+        const auto& [begin, end] = reduce_[static_cast<std::size_t>(r)];
+        out.push_back({r, since(r, begin), since(r, end)});
+      }
+    return out;
+  }
 
   std::vector<MeasuredOp> read_timeline(std::map<std::pair<std::int32_t, int>, std::vector<double>>& kernel_runs) {
     std::vector<MeasuredOp> out;
@@ -108,7 +128,7 @@ class Executor {
   ExecutorOptions o_;
   int ranks_;
   std::vector<Event> refs_, finish_;  // per rank: the step's start, its last work's end
-  std::vector<std::pair<Event, Event>> op_events_;
+  std::vector<std::pair<Event, Event>> op_events_, reduce_;
   std::vector<TimedKernel> kernels_;
 };
 

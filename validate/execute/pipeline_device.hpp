@@ -6,6 +6,7 @@
 // contexts, cuBLASLt, plumb's kernels, CUDA events) and host (validate/host: threads, Eigen, events as
 // per-rank clocks). What runs when, on which stream, after what, is the executor's, shared by both.
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "validate/run/virtual_run.hpp"
@@ -40,6 +41,14 @@ class PipelineDevice {
   virtual void send(int rank, int to_rank, double bytes) = 0;
   // A memory-bound pass that moves `bytes` in all (half read, half written): the optimizer's update.
   virtual void stream(int rank, double bytes) = 0;
+  // The rank's weight gradients (`bytes`) all-reduced with its peers in the other data-parallel
+  // replicas, on its stream. Only a device that runs replicas (the host backend's MPI processes) is
+  // asked for it.
+  virtual void reduce_gradients(int rank, double bytes) {
+    (void)rank;
+    (void)bytes;
+    throw std::logic_error("this device runs one data-parallel replica: it has no gradients to all-reduce");
+  }
   // Waits until every stream has done everything queued.
   virtual void end_step() = 0;
   // Seconds between two done events of one rank.

@@ -15,6 +15,7 @@ namespace plumb {
 namespace {
 
 constexpr int kStampTag = 1, kDataTag = 2;
+constexpr int kReductionRuns = 5;
 
 void check(int status, const char* what) {
   if (status != MPI_SUCCESS) throw std::runtime_error(fmt::format("{} failed (MPI error {})", what, status));
@@ -22,11 +23,21 @@ void check(int status, const char* what) {
 
 class MpiPipelineDevice final : public PipelineDevice {
  public:
-  MpiPipelineDevice(const VirtualRun& run, int me, int processes) : run_(run), me_(me), processes_(processes), rank_(run, me) {}
-  ~MpiPipelineDevice() override { complete_sends(); }
+  MpiPipelineDevice(const VirtualRun& run, int me, int replica, int processes, MPI_Comm pipeline, MPI_Comm replicas)
+      : run_(run), me_(me), replica_(replica), processes_(processes), pipeline_(pipeline), replicas_(replicas), rank_(run, me) {
+    gradients_.resize(static_cast<std::size_t>(run.gradient_bytes[static_cast<std::size_t>(me)] / sizeof(float)));
+  }
+  ~MpiPipelineDevice() override {
+    complete_sends();
+    MPI_Comm_free(&pipeline_);
+    MPI_Comm_free(&replicas_);
+  }
 
   DeviceIdentity identity() const override {
-    return {fmt::format("{}, {} MPI processes", host_device_name(), processes_), fmt::format("libstdc++ {}", __GLIBCXX__), 0};
+    const std::int64_t dp = run_.job.layout.dp;
+    return {dp > 1 ? fmt::format("{}, {} MPI processes ({} ranks × {} replicas)", host_device_name(), processes_, run_.job.layout.pp, dp)
+                   : fmt::format("{}, {} MPI processes", host_device_name(), processes_),
+            fmt::format("libstdc++ {}", __GLIBCXX__), 0};
   }
   int units(int) const override { return 1; }
 
@@ -50,7 +61,7 @@ class MpiPipelineDevice final : public PipelineDevice {
       isend(&outbox_.back(), 1, MPI_DOUBLE, rank, kStampTag);
     } else if (rank == me_) {
       double stamp = 0;
-      check(MPI_Recv(&stamp, 1, MPI_DOUBLE, owner, kStampTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv(stamp)");
+      check(MPI_Recv(&stamp, 1, MPI_DOUBLE, owner, kStampTag, pipeline_, MPI_STATUS_IGNORE), "MPI_Recv(stamp)");
       stamps_[e] = stamp;
       clock_ = std::max(clock_, stamp);
     }
@@ -69,7 +80,7 @@ class MpiPipelineDevice final : public PipelineDevice {
       clock_ += rank_.send_to(staging_.back(), bytes);
       isend(staging_.back().data(), static_cast<int>(message), MPI_BYTE, to_rank, kDataTag);
     } else if (to_rank == me_) {
-      check(MPI_Recv(rank_.inbox().data(), static_cast<int>(message), MPI_BYTE, rank, kDataTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
+      check(MPI_Recv(rank_.inbox().data(), static_cast<int>(message), MPI_BYTE, rank, kDataTag, pipeline_, MPI_STATUS_IGNORE),
             "MPI_Recv(activations)");
     }
   }
@@ -78,10 +89,38 @@ class MpiPipelineDevice final : public PipelineDevice {
     if (rank == me_) clock_ += rank_.stream(bytes);
   }
 
+  // A real MPI_Allreduce (sum) of the rank's gradients with its peers in the other replicas. It
+  // starts when the last of them is ready (their clocks' maximum) and lasts what it takes them in
+  // wall time, measured between barriers so that no peer's lateness counts, and the fastest of
+  // kReductionRuns runs: where the machine has fewer cores than processes, the other ranks' turns on
+  // its cores would otherwise count. Each replica adds its number + 1, so the sum shows whether every
+  // element arrived from every replica.
+  void reduce_gradients(int rank, double) override {
+    if (rank != me_) return;
+    double ready = clock_, fastest = std::numeric_limits<double>::infinity();
+    check(MPI_Allreduce(MPI_IN_PLACE, &ready, 1, MPI_DOUBLE, MPI_MAX, replicas_), "MPI_Allreduce(clocks)");
+    int replicas = 1;
+    MPI_Comm_size(replicas_, &replicas);
+    const float sum = static_cast<float>(replicas * (replicas + 1) / 2);
+    for (int run = 0; run < kReductionRuns; ++run) {
+      std::fill(gradients_.begin(), gradients_.end(), static_cast<float>(replica_ + 1));
+      check(MPI_Barrier(replicas_), "MPI_Barrier");
+      const double t0 = MPI_Wtime();
+      check(MPI_Allreduce(MPI_IN_PLACE, gradients_.data(), static_cast<int>(gradients_.size()), MPI_FLOAT, MPI_SUM, replicas_),
+            "MPI_Allreduce(gradients)");
+      double took = MPI_Wtime() - t0;
+      check(MPI_Allreduce(MPI_IN_PLACE, &took, 1, MPI_DOUBLE, MPI_MAX, replicas_), "MPI_Allreduce(duration)");
+      fastest = std::min(fastest, took);
+      if (std::any_of(gradients_.begin(), gradients_.end(), [&](float g) { return g != sum; }))
+        throw std::runtime_error(fmt::format("rank {}: the gradient all-reduce over {} replicas did not sum to {} everywhere", me_, replicas, sum));
+    }
+    clock_ = ready + fastest;
+  }
+
   // Every message of the step delivered; every process then knows every rank's stamps.
   void end_step() override {
     complete_sends();
-    check(MPI_Allreduce(MPI_IN_PLACE, stamps_.data(), static_cast<int>(stamps_.size()), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD),
+    check(MPI_Allreduce(MPI_IN_PLACE, stamps_.data(), static_cast<int>(stamps_.size()), MPI_DOUBLE, MPI_MAX, pipeline_),
           "MPI_Allreduce(stamps)");
   }
 
@@ -90,7 +129,7 @@ class MpiPipelineDevice final : public PipelineDevice {
  private:
   void isend(const void* data, int count, MPI_Datatype type, int to, int tag) {
     requests_.emplace_back();
-    check(MPI_Isend(data, count, type, to, tag, MPI_COMM_WORLD, &requests_.back()), "MPI_Isend");
+    check(MPI_Isend(data, count, type, to, tag, pipeline_, &requests_.back()), "MPI_Isend");
   }
 
   void complete_sends() {
@@ -101,8 +140,10 @@ class MpiPipelineDevice final : public PipelineDevice {
   }
 
   const VirtualRun& run_;
-  int me_, processes_;
+  int me_, replica_, processes_;
+  MPI_Comm pipeline_, replicas_;  // this replica's ranks; this rank's peers in every replica
   HostRank rank_;
+  std::vector<float> gradients_;
   double clock_ = 0;
   std::vector<int> owner_;       // this step's events: the rank that recorded each
   std::vector<double> stamps_;   // and its clock then (−∞ until known here)
@@ -131,14 +172,19 @@ std::unique_ptr<PipelineDevice> make_mpi_pipeline_device(const VirtualRun& run) 
   int initialised = 0;
   MPI_Initialized(&initialised);
   if (!initialised) MPI_Init(nullptr, nullptr);
-  int me = 0, processes = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  int world = 0, processes = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world);
   MPI_Comm_size(MPI_COMM_WORLD, &processes);
-  if (processes != static_cast<int>(run.job.layout.pp))
-    throw std::runtime_error(fmt::format("--mpi runs one process per pipeline rank: the run has {} ranks and MPI {} processes "
-                                         "(mpirun -np {} ...)",
-                                         run.job.layout.pp, processes, run.job.layout.pp));
-  return std::make_unique<MpiPipelineDevice>(run, me, processes);
+  const auto pp = static_cast<int>(run.job.layout.pp), dp = static_cast<int>(run.job.layout.dp);
+  if (processes != pp * dp)
+    throw std::runtime_error(fmt::format("--mpi runs one process per pipeline rank and replica: the run has {} ranks × {} replicas "
+                                         "and MPI {} processes (mpirun -np {} ...)",
+                                         pp, dp, processes, pp * dp));
+  // Process w is rank w mod PP of replica w / PP.
+  MPI_Comm pipeline = MPI_COMM_NULL, replicas = MPI_COMM_NULL;
+  check(MPI_Comm_split(MPI_COMM_WORLD, world / pp, world % pp, &pipeline), "MPI_Comm_split(pipeline)");
+  check(MPI_Comm_split(MPI_COMM_WORLD, world % pp, world / pp, &replicas), "MPI_Comm_split(replicas)");
+  return std::make_unique<MpiPipelineDevice>(run, world % pp, world / pp, processes, pipeline, replicas);
 }
 
 }  // namespace plumb

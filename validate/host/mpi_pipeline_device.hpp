@@ -7,6 +7,9 @@
 // rank waits for travels as a message with its stamp (the owner's clock). Sends never block, and both
 // ends of every message are at the same point of the shared queue, so no process waits in a cycle.
 // After each step the stamps are shared (MPI_Allreduce), so every process reads the same timeline.
+// With data-parallel replicas (`--dp D`, D × PP processes: process w is rank w mod PP of replica
+// w / PP), each replica runs the pipeline and each rank all-reduces its weight gradients with its
+// peers, a real MPI_Allreduce checked for its sum.
 #include <memory>
 
 #include "validate/execute/pipeline_device.hpp"
@@ -14,7 +17,7 @@
 namespace plumb {
 
 // Initialises MPI if it is not yet. Throws std::runtime_error unless there is exactly one process per
-// pipeline rank.
+// pipeline rank and replica.
 std::unique_ptr<PipelineDevice> make_mpi_pipeline_device(const VirtualRun& run);
 // This process's rank in MPI_COMM_WORLD (0 without MPI initialised).
 int mpi_world_rank();

@@ -12,6 +12,7 @@
 #include "models/costs/op_cost.hpp"
 #include "models/step/step_builder.hpp"
 #include "models/costs/step_costs.hpp"
+#include "models/schedules/registry.hpp"
 #include "validate/calibrate/device_profile.hpp"
 
 namespace plumb {
@@ -124,7 +125,8 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   }
   full.cluster.gpu = *profile;
   VirtualRun run = virtual_run_of(m, full);
-  StepSimulation sim = simulate_step(run.job, step_costs(run.job));
+  const StepCosts costs = step_costs(run.job);
+  StepSimulation sim = simulate_step(run.job, costs);
 
   Comparison c;
   c.title = fmt::format("{} · {}, {} ranks × {} SMs, {} micro-batches, measured {}", run.job.name,
@@ -167,6 +169,17 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
         k.measured += o.measured * o.runs_per_step;
         k.predicted += o.predicted * o.runs_per_step;
       }
+    if (k.measured > 0) c.kinds.push_back(k);
+  }
+  // Data-parallel runs: each rank's gradient all-reduce against the reduction plumb costs for its stages.
+  if (!m.run.gradient_reductions.empty()) {
+    KindComparison k{"gradient all-reduce"};
+    for (const MeasuredSpan& g : m.run.gradient_reductions) {
+      if (g.rank < 0 || static_cast<std::size_t>(g.rank) >= ranks) continue;
+      for (std::int64_t s : stages_of_rank(run.job.layout.schedule, g.rank, run.job.layout.pp, run.job.layout.vp))
+        k.predicted += costs.stages[static_cast<std::size_t>(s)].grad_sync;
+      k.measured += g.end - g.start;
+    }
     if (k.measured > 0) c.kinds.push_back(k);
   }
   return c;

@@ -38,6 +38,8 @@ Json measured_trace_json(const VirtualRun& run, const MeasuredRun& measured) {
                       {"tid", 0},
                       {"ts", op.start * 1e6},
                       {"dur", (op.end - op.start) * 1e6}});
+  for (const MeasuredSpan& g : measured.gradient_reductions)
+    events.push_back({{"ph", "X"}, {"name", "gradient all-reduce"}, {"pid", g.rank}, {"tid", 1}, {"ts", g.start * 1e6}, {"dur", (g.end - g.start) * 1e6}});
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
 }
 
@@ -50,6 +52,8 @@ Json measured_run_json(const MeasuredSetup& setup, const VirtualRun& run, const 
                         {"start_s", op.start},
                         {"end_s", op.end}});
   }
+  Json reductions = Json::array();
+  for (const MeasuredSpan& g : measured.gradient_reductions) reductions.push_back({{"rank", g.rank}, {"start_s", g.start}, {"end_s", g.end}});
   Json ops = Json::array();
   for (const MeasuredOpTime& t : measured.op_times)
     ops.push_back({{"op", t.op}, {"pass", kPassNames[t.pass]}, {"seconds", t.seconds}, {"runs", t.runs}});
@@ -62,12 +66,17 @@ Json measured_run_json(const MeasuredSetup& setup, const VirtualRun& run, const 
           {"set", setup.overrides},
           {"virtual", virtual_options_json(setup.options)},
           {"sms_per_rank", measured.sms},
-          {"note", "plumb-validate run: each pipeline rank on its own green context; CUDA events around every op and kernel; "
-                   "times in seconds from the step's start (all ranks released together); op times are medians over every "
-                   "occurrence in the timed steps; the timeline is the median step's"},
+          {"note", setup.options.stage_per_profile
+                       ? "plumb-validate run --backend host: each pipeline rank a thread (or MPI process) of its own, timed by its "
+                         "clock of thread CPU time around every op and kernel; times in seconds from the step's start; op times "
+                         "are medians over every occurrence in the timed steps; the timeline is the median step's"
+                       : "plumb-validate run: each pipeline rank on its own green context; CUDA events around every op and kernel; "
+                         "times in seconds from the step's start (all ranks released together); op times are medians over every "
+                         "occurrence in the timed steps; the timeline is the median step's"},
           {"step_time_s", measured.median_step()},
           {"step_times_s", measured.step_seconds},
           {"timeline", timeline},
+          {"gradient_reductions", reductions},
           {"ops", ops}};
 }
 
@@ -137,6 +146,17 @@ MeasuredFile read_measured_run(const std::string& path) {
       if (op.end < op.start) t.error("end_s", fmt::format("the op ends ({} s) before it starts ({} s)", op.end, op.start));
       t.finish();
       f.run.timeline.push_back(op);
+    }
+  if (const Json* spans = list_at(r, "gradient_reductions", "{\"rank\", \"start_s\", \"end_s\"} spans"))
+    for (std::size_t i = 0; i < spans->size(); ++i) {
+      ObjectReader t((*spans)[i], fmt::format("/gradient_reductions/{}", i), src);
+      MeasuredSpan g;
+      g.rank = static_cast<std::int32_t>(t.integer("rank", Need::required, 0, 1 << 20).value_or(0));
+      g.start = t.number("start_s", Need::required, 0, 1e6).value_or(0);
+      g.end = t.number("end_s", Need::required, 0, 1e6).value_or(0);
+      if (g.end < g.start) t.error("end_s", fmt::format("the reduction ends ({} s) before it starts ({} s)", g.end, g.start));
+      t.finish();
+      f.run.gradient_reductions.push_back(g);
     }
   if (const Json* ops = list_at(r, "ops", "{\"op\", \"pass\", \"seconds\", \"runs\"} timings"))
     for (std::size_t i = 0; i < ops->size(); ++i) {

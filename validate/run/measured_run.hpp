@@ -15,6 +15,12 @@ struct MeasuredOp {
   double start = 0, end = 0;         // seconds from the step's start
 };
 
+// A span of one rank's step that is not a schedule op: its gradient all-reduce over the replicas.
+struct MeasuredSpan {
+  std::int32_t rank = 0;
+  double start = 0, end = 0;  // seconds from the step's start
+};
+
 // A pass's name in the measured-run file and in plumb compare's JSON: forward, input_grad, weight_grad.
 std::string_view pass_key(int pass);
 
@@ -30,6 +36,7 @@ struct MeasuredRun {
   std::vector<MeasuredOp> timeline;  // the median step
   std::vector<MeasuredOpTime> op_times;
   std::vector<int> sms;              // per rank, as the driver split them
+  std::vector<MeasuredSpan> gradient_reductions;  // the median step's, per rank (data-parallel runs)
   double median_step() const;
 };
 

@@ -59,7 +59,9 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   job.name = fmt::format("{} — {} virtual stages on one {}", full.name, o.stages, full.cluster.gpu.name);
   ParallelLayout& p = job.layout;
   const std::int64_t tp = fp.tp, ep = fp.ep;
-  p.tp = p.cp = p.dp = p.ep = p.etp = 1;
+  p.tp = p.cp = p.ep = p.etp = 1;
+  p.dp = o.dp;
+  p.overlap_grad_reduce = false;  // the executor all-reduces a rank's gradients after its last op
   p.pp = o.stages;
   p.zero = 0;
   p.sequence_parallel = false;
@@ -79,7 +81,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
     m.moe->expert_ffn_hidden /= fp.etp;
     m.moe->first_dense_layers = kind == "moe" ? 0 : m.layers;
   }
-  job.training.global_batch = default_micro_batches(o) * p.micro_batch;
+  job.training.global_batch = default_micro_batches(o) * p.micro_batch * o.dp;
   job.training.attention_kernel = o.attention;
   if (p.recompute.alternate_matmuls || p.recompute.matmuls)
     src.error("/parallel/recompute", "the validation run does not execute torchtitan's per-op recomputation "
@@ -106,7 +108,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   FabricSpec& f = job.cluster.fabric;
   f = FabricSpec{};
   f.id = f.name = "one GPU's virtual stages (device copies)";
-  f.gpus_per_node = o.stages;
+  f.gpus_per_node = o.stages * o.dp;
   f.nvlink_effective_per_gpu = g.nvlink_bandwidth_per_direction;
   f.nics_per_node = 1;
   f.nic_rate = f.nvlink_effective_per_gpu.value();
@@ -307,6 +309,16 @@ VirtualRun plan_virtual_run(const Job& full, const VirtualRunOptions& options) {
     for (std::int64_t s : stages_of_rank(p.schedule, r, p.pp, p.vp))
       run.optimizer_bytes[static_cast<std::size_t>(r)] += costs.stages[static_cast<std::size_t>(s)].optimizer * stream_rate;
   run.send_bytes = ctx.tokens * static_cast<double>(job.model.hidden) * 2.0;
+  // The weight gradients each rank all-reduces over the replicas: its stages' parameters at the
+  // gradients' bytes (the reduction plumb costs as the stage's grad_sync).
+  run.gradient_bytes.assign(static_cast<std::size_t>(p.pp), 0.0);
+  if (p.dp > 1) {
+    const std::vector<StageParams> params = stage_params(job);
+    for (std::int64_t r = 0; r < p.pp; ++r)
+      for (std::int64_t s : stages_of_rank(p.schedule, r, p.pp, p.vp))
+        run.gradient_bytes[static_cast<std::size_t>(r)] +=
+            (params[static_cast<std::size_t>(s)].dense + params[static_cast<std::size_t>(s)].expert) * job.training.optimizer.grads;
+  }
 
   run.order = enqueue_order(run.schedule);
   return run;
@@ -425,6 +437,7 @@ Json virtual_options_json(const VirtualRunOptions& o) {
          {"sms_per_stage", o.sms_per_stage},
          {"attention", attention_kernel_name(o.attention)}};
   if (o.stage_per_profile) j["stage_per_profile"] = true;
+  if (o.dp > 1) j["dp"] = o.dp;
   return j;
 }
 
@@ -438,6 +451,7 @@ VirtualRunOptions read_virtual_options(const Json& value, const std::string& poi
   o.sms_per_stage = r.integer("sms_per_stage", Need::optional, 0, 100'000).value_or(0);
   o.attention = r.choice<AttentionKernel>("attention", Need::optional, attention_kernel_words()).value_or(o.attention);
   o.stage_per_profile = r.boolean("stage_per_profile", Need::optional).value_or(false);
+  o.dp = r.integer("dp", Need::optional, 1, 1024).value_or(1);
   r.finish();
   return o;
 }

@@ -30,6 +30,9 @@ struct VirtualRunOptions {
   // The profile describes what one stage runs on (the host backend: a core of its own per rank), not
   // a GPU the stages split: each stage gets the whole profile and sms_per_stage is not used.
   bool stage_per_profile = false;
+  // Data-parallel replicas of the shrunk pipeline (the host backend's --mpi --dp): each replica runs
+  // the whole schedule and every rank all-reduces its weight gradients with its peers in the others.
+  std::int64_t dp = 1;
 };
 
 // The shrunk job plumb predicts: one node of `stages` "GPUs", each the full GPU's `sms_per_stage`
@@ -79,6 +82,7 @@ struct VirtualRun {
   // weight-gradient half.
   std::vector<std::vector<KernelStep>> forward, backward, input_grad, weight_grad;
   std::vector<double> optimizer_bytes;  // per pipeline rank: the memory-bound update over its stages
+  std::vector<double> gradient_bytes;   // per pipeline rank: its stages' weight gradients, all-reduced over dp (0: dp 1)
   double send_bytes = 0;                // one micro-batch's activations between stages
   std::vector<RunOp> order;             // every schedule op, each after the ops it waits for
   // Kernels of one schedule op, in launch order.
