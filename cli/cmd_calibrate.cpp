@@ -26,6 +26,23 @@ Json read_json(const std::string& path) {
   return doc;
 }
 
+// Writes a calibrated profile only if plumb can read it back: a fitted figure outside what a profile may
+// hold (an efficiency under 1% of the base profile's peak says the base is not of the device measured)
+// is refused, naming the figure, rather than written for a later run to trip over.
+void write_profile(const std::string& path, const Json& profile, bool fabric) {
+  Diagnostics d;
+  SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};
+  if (fabric) read_fabric(profile, "", src);
+  else read_gpu(profile, "", src);
+  std::vector<Diagnostic> refused;
+  for (const Diagnostic& x : d.list())
+    if (x.pointer.rfind("/sources", 0) != 0)  // a figure left out takes its source with it
+      refused.push_back({path, x.pointer, x.message + " — not written: the fit left the range a profile holds; is the base profile (--profile) "
+                                                     "of the device that was measured?"});
+  if (!refused.empty()) throw InputError(refused);
+  write_file(path, profile.dump(2) + "\n");
+}
+
 // A profile by catalogue name (GPU first, then fabric) or by path.
 ProfileRef find_profile(const std::string& ref) {
   std::optional<ProfileRef> found = find_profile_file(ref);
@@ -61,7 +78,7 @@ int run_calibrate_trace(const Args& args) {
   KernelClassifier classes = KernelClassifier::bundled();
   const TraceSummary trace = summarize_trace(read_gpu_trace(args.value("--trace")), classes);
   const TraceCalibration c = calibrate_from_trace(raw, job, trace, args.integer("--stage", 0, 0, 100'000));
-  write_file(args.value("-o"), c.profile.dump(2) + "\n");
+  write_profile(args.value("-o"), c.profile, false);
   if (args.flag("--json")) std::cout << trace_calibration_json(c).dump(2) << "\n";
   else std::cout << trace_calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
   return kOk;
@@ -91,7 +108,7 @@ int run_calibrate(const Args& args) {
     if (logs.empty()) throw UsageError("a fabric profile is calibrated from nccl-tests logs: give --nccl-tests LOG (repeatable)");
     if (args.positionals().size() > 0) throw UsageError("GEMM measurements calibrate a GPU profile, not the fabric " + args.value("--profile"));
     c = calibrate_fabric(raw, *gpu, *fabric, logs);
-    write_file(args.value("-o"), c.profile.dump(2) + "\n");
+    write_profile(args.value("-o"), c.profile, true);
     if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
     else std::cout << calibration_report(c) << fmt::format("\ncalibrated fabric profile → {}\n", args.value("-o"));
     return kOk;
@@ -101,7 +118,7 @@ int run_calibrate(const Args& args) {
   c = calibrate_gpu(raw, *gpu, measured);
   if (c.gemm.empty() && c.shares.empty() && !c.kernel_overhead)
     throw UsageError("the measurements hold fewer than two GEMMs of any one dtype, no memory or attention runs and no launches: nothing to fit");
-  write_file(args.value("-o"), c.profile.dump(2) + "\n");
+  write_profile(args.value("-o"), c.profile, false);
   if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
   else std::cout << calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
   return kOk;
