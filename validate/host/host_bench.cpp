@@ -78,7 +78,7 @@ Json host_bench(const Job* job, const HostBenchOptions& o, const std::optional<G
     }
   // No launch row: the host backend's clock counts a kernel's body only, never the handing of it to its
   // thread, so there is no launch overhead to fit.
-  return measurements_json(host_device_name(), fmt::format("libstdc++ {}", __GLIBCXX__), 0, date, timed, memory, std::nullopt, attention);
+  return measurements_json(host_device_name(), host_software(), 0, date, timed, memory, std::nullopt, attention);
 }
 
 }  // namespace plumb

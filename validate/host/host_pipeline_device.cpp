@@ -34,11 +34,12 @@ class HostPipelineDevice final : public PipelineDevice {
       stopping_ = true;
     }
     wake_.notify_all();
+    done_.notify_all();  // a rank waiting for an event no one will record any more
     for (std::thread& t : threads_) t.join();
   }
 
   DeviceIdentity identity() const override {
-    return {exclusive_ ? host_device_name() : host_device_name() + ", ranks at once", fmt::format("libstdc++ {}", __GLIBCXX__), 0};
+    return {exclusive_ ? host_device_name() : host_device_name() + ", ranks at once", host_software(), 0};
   }
   int units(int) const override { return 1; }
 
@@ -162,6 +163,8 @@ std::string host_device_name() {
   uname(&u);
   return fmt::format("host CPU ({}, {} threads)", u.machine, std::max(1u, std::thread::hardware_concurrency()));
 }
+
+std::string host_software() { return fmt::format("libstdc++ {}", __GLIBCXX__); }
 
 std::unique_ptr<PipelineDevice> make_host_pipeline_device(const VirtualRun& run, bool exclusive) {
   return std::make_unique<HostPipelineDevice>(run, exclusive);

@@ -17,7 +17,9 @@ namespace plumb {
 
 std::unique_ptr<PipelineDevice> make_host_pipeline_device(const VirtualRun& run, bool exclusive = true);
 
-// The name measured files record for this machine: "host CPU (x86_64, 2 threads)".
+// The name measured files record for this machine: "host CPU (x86_64, 2 threads)"; and, as its
+// "driver", the C++ library the host backend was built with.
 std::string host_device_name();
+std::string host_software();
 
 }  // namespace plumb

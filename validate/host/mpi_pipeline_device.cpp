@@ -37,7 +37,7 @@ class MpiPipelineDevice final : public PipelineDevice {
     const std::int64_t dp = run_.job.layout.dp;
     return {dp > 1 ? fmt::format("{}, {} MPI processes ({} ranks × {} replicas)", host_device_name(), processes_, run_.job.layout.pp, dp)
                    : fmt::format("{}, {} MPI processes", host_device_name(), processes_),
-            fmt::format("libstdc++ {}", __GLIBCXX__), 0};
+            host_software(), 0};
   }
   int units(int) const override { return 1; }
 
