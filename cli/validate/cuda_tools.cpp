@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <chrono>
+#include <thread>
 #include <unistd.h>
 
 #include "kernels/bench/attention_bench.hpp"
@@ -105,6 +107,21 @@ std::vector<AttentionMeasurement> time_attention_calls(const Job* job, bool swee
   return attention;
 }
 
+// Raises the SM clock from idle before anything is timed, without pushing the GPU to its power limit:
+// 8192³ bf16 GEMMs for about `seconds`, then a pause. Measured on the H200 (2026-11-26): from idle
+// (345 MHz) the clock took about 0.4 s to climb (1,560–1,635 MHz meanwhile: the first rows timed 13–16%
+// slow); after a second of back-to-back 8192³ GEMMs the card sat at its 700 W limit at 1,230–1,725 MHz
+// and the rows timed next were up to 19% slower; once the load stops the clock stays at 1,980 MHz for
+// over a second while the power falls within half of one. The pipelined run held 1,904 MHz on average
+// (1,785 at least) at 600 W.
+void warm_up(double seconds) {
+  const kernels::GemmTiming one = kernels::time_gemm(8192, 8192, 8192, kernels::GemmInputs::bf16, 1, 3);
+  const int reps = static_cast<int>(std::clamp(seconds / std::max(one.median_seconds, 1e-6), 1.0, 100000.0));
+  kernels::time_gemm(8192, 8192, 8192, kernels::GemmInputs::bf16, 0, reps);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::cerr << fmt::format("warm-up: {} GEMMs of 8192³, then 0.3 s idle: SM clock {} MHz\n", reps + 4, kernels::sm_clock_mhz());
+}
+
 }  // namespace
 
 int gpu_bench(const Args& args, const std::string& date) {
@@ -131,6 +148,7 @@ int gpu_bench(const Args& args, const std::string& date) {
       gemms.push_back(g);
     }
   }
+  warm_up(0.2);
   const std::vector<std::pair<BenchGemm, double>> timed = time_gemms(gemms, profile, quick, reps);
   const std::vector<MemoryMeasurement> memory = time_copies(device, profile, quick, reps);
   std::vector<AttentionMeasurement> attention;
