@@ -129,8 +129,11 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   StepSimulation sim = simulate_step(run.job, costs);
 
   Comparison c;
-  c.title = fmt::format("{} · {}, {} ranks × {} SMs, {} micro-batches, measured {}", run.job.name,
-                        schedule_name(run.job.layout.schedule), run.job.layout.pp, run.job.cluster.gpu.sms, run.job.microbatches(),
+  const std::string ranks_on = m.setup.options.stage_per_profile
+                                   ? fmt::format("{} ranks, a core each", run.job.layout.pp)
+                                   : fmt::format("{} ranks × {} SMs", run.job.layout.pp, run.job.cluster.gpu.sms);
+  c.title = fmt::format("{} · {}, {}{}, {} micro-batches, measured {}", run.job.name, schedule_name(run.job.layout.schedule), ranks_on,
+                        run.job.layout.dp > 1 ? fmt::format(" × {} replicas", run.job.layout.dp) : "", run.job.microbatches(),
                         m.setup.date);
   c.profile = profile->id.empty() ? profile->name : profile->id;
   c.measured_step = m.run.median_step();
