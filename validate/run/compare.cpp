@@ -19,10 +19,10 @@ namespace plumb {
 namespace {
 
 
-// Per rank: the seconds it ran ops, from op spans (overlaps on a rank counted once).
-std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<std::tuple<std::size_t, double, double>>& spans) {
+// Per rank: the seconds it ran ops (overlaps on a rank counted once).
+std::vector<double> busy_per_rank(std::size_t ranks, const std::vector<MeasuredOp>& ops) {
   std::vector<std::vector<std::pair<double, double>>> by_rank(ranks);
-  for (const auto& [r, start, end] : spans) by_rank[r].push_back({start, end});
+  for (const MeasuredOp& op : ops) by_rank[static_cast<std::size_t>(op.rank)].push_back({op.start, op.end});
   std::vector<double> busy(ranks, 0.0);
   for (std::size_t r = 0; r < ranks; ++r)
     busy[r] = sim::total_length(sim::merged_intervals(std::move(by_rank[r])));
@@ -81,12 +81,10 @@ VirtualRun virtual_run_of(const MeasuredFile& m, const Job& full) {
 }
 
 // Per rank, the ops' schedule indices in the order they started (ties in schedule order).
-std::vector<std::vector<std::int32_t>> start_order(std::size_t ranks, std::vector<std::tuple<std::size_t, double, std::int32_t>> ops) {
-  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
-    return std::tie(std::get<1>(a), std::get<2>(a)) < std::tie(std::get<1>(b), std::get<2>(b));
-  });
+std::vector<std::vector<std::int32_t>> start_order(std::size_t ranks, std::vector<MeasuredOp> ops) {
+  std::sort(ops.begin(), ops.end(), [](const MeasuredOp& a, const MeasuredOp& b) { return std::tie(a.start, a.index) < std::tie(b.start, b.index); });
   std::vector<std::vector<std::int32_t>> order(ranks);
-  for (const auto& [r, start, index] : ops) order[r].push_back(index);
+  for (const MeasuredOp& op : ops) order[static_cast<std::size_t>(op.rank)].push_back(op.index);
   return order;
 }
 
@@ -142,18 +140,15 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   std::map<std::string, std::size_t> id;
   for (std::size_t i = 0; i < run.op_names.size(); ++i) id[run.op_names[i]] = i;
   check_measured_matches(m, scenario, ranks, id);
-  std::vector<std::tuple<std::size_t, double, double>> measured_spans, predicted_spans;
-  for (const MeasuredOp& op : m.run.timeline) measured_spans.emplace_back(static_cast<std::size_t>(op.rank), op.start, op.end);
+  // plumb's step as a timeline like the measured one: each op's rank, schedule index, start and end.
+  std::vector<MeasuredOp> predicted;
   std::vector<std::vector<PlacedOp>> placed = placed_step_ops(sim);
   for (std::size_t r = 0; r < placed.size(); ++r)
-    for (const PlacedOp& op : placed[r]) predicted_spans.emplace_back(r, op.start, op.end);
-  std::vector<double> mb = busy_per_rank(ranks, measured_spans), pb = busy_per_rank(ranks, predicted_spans);
-  std::vector<std::tuple<std::size_t, double, std::int32_t>> measured_starts, predicted_starts;
-  for (const MeasuredOp& op : m.run.timeline) measured_starts.emplace_back(static_cast<std::size_t>(op.rank), op.start, op.index);
-  for (std::size_t r = 0; r < placed.size(); ++r)
-    for (const PlacedOp& op : placed[r]) predicted_starts.emplace_back(r, op.start, static_cast<std::int32_t>(op.op - sim.schedule.ops[r].data()));
+    for (const PlacedOp& op : placed[r])
+      predicted.push_back({static_cast<std::int32_t>(r), static_cast<std::int32_t>(op.op - sim.schedule.ops[r].data()), op.start, op.end});
+  std::vector<double> mb = busy_per_rank(ranks, m.run.timeline), pb = busy_per_rank(ranks, predicted);
   c.ops_executed = static_cast<std::int64_t>(m.run.timeline.size());
-  c.order_difference = order_difference(start_order(ranks, measured_starts), start_order(ranks, predicted_starts));
+  c.order_difference = order_difference(start_order(ranks, m.run.timeline), start_order(ranks, predicted));
   for (std::size_t r = 0; r < ranks; ++r)
     c.ranks.push_back({mb[r], pb[r], c.measured_step > 0 ? 1 - mb[r] / c.measured_step : 0,
                        c.predicted_step > 0 ? 1 - pb[r] / c.predicted_step : 0});
