@@ -28,6 +28,7 @@ int run_run(const Args& args) {
   if (args.flag("--every-gpu") && !args.flag("--full")) throw UsageError("--every-gpu goes with --full");
   StepSimulation sim = simulate_step(job, costs, args.flag("--every-gpu") ? StepMode::every_gpu : args.flag("--full") ? StepMode::full : StepMode::symmetric);
   StepReport report = make_step_report(job, sim, costs);
+  if (job.training.optimizer_kind == OptimizerKind::muon) compare_with_adamw(job, report.optimizer, true);
   if (sim.full && !job.perturbations.empty()) {  // what the perturbations cost: the same job without them
     Job plain = job;
     plain.perturbations.clear();

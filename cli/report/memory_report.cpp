@@ -5,6 +5,7 @@
 
 #include "models/spec/param_count.hpp"
 #include "models/parallel/placement.hpp"
+#include "models/step/step_summary.hpp"
 
 namespace plumb {
 namespace {
@@ -40,6 +41,12 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
   out["fits"] = plan.fits();
   out["peak_stage"] = plan.peak_rank;
   out["peak_bytes"] = plan.ranks[plan.peak_rank].total_bytes();
+  out["optimizer"] = std::string(optimizer_name(job.training.optimizer_kind));
+  if (job.training.optimizer_kind == OptimizerKind::muon) {
+    OptimizerSummary adamw;
+    compare_with_adamw(job, adamw, false);
+    out["muon"] = {{"padding_bytes", plan.ranks[plan.peak_rank].muon_padding_bytes}, {"adamw_peak_bytes", adamw.adamw_peak_bytes}};
+  }
   ParamCounts counts = count_params(job.model);
   out["model_params"] = {{"total", counts.total},         {"activated", counts.activated},
                          {"embedding", counts.embedding}, {"position", counts.position},
@@ -62,6 +69,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                       {"params_bytes", r.params_bytes},
                       {"grads_bytes", r.grads_bytes},
                       {"optimizer_bytes", r.optimizer_bytes},
+                      {"muon_padding_bytes", r.muon_padding_bytes},
                       {"activations_bytes", r.activations_bytes},
                       {"other_bytes", r.other_bytes()},
                       {"other", {{"cuda_context_bytes", r.cuda_context_bytes},
@@ -123,6 +131,14 @@ std::string memory_report_table(const Job& job, const MemoryPlan& plan) {
   out += fmt::format("\n  {}: peak {} of {} on stage {} ({:.0f}% of HBM)\n", plan.fits() ? "FITS" : "DOES NOT FIT",
                      format_bytes(peak.total_bytes()), format_bytes(plan.capacity_bytes), peak.pp_rank,
                      100.0 * peak.total_bytes() / plan.capacity_bytes);
+  if (job.training.optimizer_kind == OptimizerKind::muon) {
+    OptimizerSummary adamw;
+    compare_with_adamw(job, adamw, false);
+    out += fmt::format("  optimizer Muon on the matrices (AdamW on the rest): bucket padding {} on the peak stage; under AdamW the "
+                       "peak would be {} ({:+.1f} GiB)\n",
+                       format_bytes(peak.muon_padding_bytes), format_bytes(adamw.adamw_peak_bytes),
+                       (peak.total_bytes() - adamw.adamw_peak_bytes) / 1073741824.0);
+  }
   return out;
 }
 

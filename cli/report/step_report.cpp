@@ -110,6 +110,11 @@ Json step_report_json(const Job& job, const StepReport& r) {
           {"moe_imbalance", r.moe_imbalance},
           {"stages", stages},
           {"memory", {{"peak_bytes", r.peak_bytes}, {"capacity_bytes", r.capacity_bytes}, {"fits", r.fits}}},
+          {"optimizer",
+           {{"kind", optimizer_name(r.optimizer.kind)}, {"newton_schulz_s", r.optimizer.newton_schulz},
+            {"padding_bytes", r.optimizer.padding_bytes},
+            {"adamw_step_time_s", r.optimizer.adamw_step_time > 0 ? Json(r.optimizer.adamw_step_time) : Json(nullptr)},
+            {"adamw_peak_bytes", r.optimizer.adamw_peak_bytes > 0 ? Json(r.optimizer.adamw_peak_bytes) : Json(nullptr)}}},
           {"training",
            {{"tokens", r.training.tokens}, {"steps", r.training.steps}, {"days", r.training.days},
             {"gpu_hours", r.training.gpu_hours}, {"cost_usd", r.training.cost_usd}, {"goodput", r.training.resilience.goodput},
@@ -141,8 +146,17 @@ std::string step_report_table(const Job& job, const StepReport& r) {
     out += fmt::format("{} {:.1f} ms  ", comm_kind_name(static_cast<CommKind>(i)), r.exposed[i] * 1e3);
   out += "(per step, mean over stages)\n";
   if (job.model.moe) out += fmt::format("MoE load           busiest EP rank at {:.3f}× the mean\n", r.moe_imbalance);
-  out += fmt::format("memory             peak {} of {} — {}\n\n", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes),
+  out += fmt::format("memory             peak {} of {} — {}\n", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes),
                      r.fits ? "fits" : "DOES NOT FIT");
+  if (const OptimizerSummary& o = r.optimizer; o.kind == OptimizerKind::muon) {
+    out += fmt::format("optimizer          Muon: Newton–Schulz {:.1f} ms a step on the busiest rank, bucket padding {}", o.newton_schulz * 1e3,
+                       format_bytes(o.padding_bytes));
+    if (o.adamw_step_time > 0)
+      out += fmt::format("; vs AdamW: step {:+.1f} ms ({:+.2f}%), peak memory {:+.2f} GiB", (r.step_time - o.adamw_step_time) * 1e3,
+                         100 * (r.step_time / o.adamw_step_time - 1), (r.peak_bytes - o.adamw_peak_bytes) / 1073741824.0);
+    out += "\n";
+  }
+  out += "\n";
   out += fmt::format("{:>8} {:>10} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>9}\n", "pp rank", "compute s", "bubble", "tp ms",
                      "ep ms", "pp ms", "dp ms", "cp ms", "peak GiB", "in flight");
   for (std::size_t i = 0; i < r.ranks.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "models/costs/collective.hpp"
+#include "models/costs/muon_cost.hpp"
 #include "models/memory/memory.hpp"
 #include "models/costs/op_cost.hpp"
 #include "models/parallel/placement.hpp"
@@ -314,20 +315,24 @@ class StageCoster {
   // Gradient reduction (op) or parameter gather of `dense`/`expert` elements of `bytes` each, over the
   // dense and expert data-parallel groups (DualPipe: each stage's two mirror ranks join its group).
   double data_parallel(CollectiveOp op, const StageParams& p, double bytes) const {
-    GroupPlacement dense = groups_.dp, expert = groups_.edp;
+    return dense_data_parallel(op, p.dense * bytes) + expert_data_parallel(op, p.expert * bytes);
+  }
+  double dense_data_parallel(CollectiveOp op, double bytes) const {
+    GroupPlacement dense = groups_.dp;
     if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);
-    if (schedule_family(job_.layout.schedule).layout == StageLayout::mirrored) {
-      dense = even_group(dense.gpus * 2, dense.nodes * 2);
-      expert = even_group(expert.gpus * 2, expert.nodes * 2);
-    }
-    return collective_seconds(op, p.dense * bytes, dense, groups_.links) +
-           collective_seconds(op, p.expert * bytes, expert, groups_.links);
+    return collective_seconds(op, bytes, mirrored(dense), groups_.links);
+  }
+  double expert_data_parallel(CollectiveOp op, double bytes) const {
+    return collective_seconds(op, bytes, mirrored(groups_.edp), groups_.links);
   }
 
  private:
   double seconds(const LayerOp& op, int pass) const {
     double t = op_time(op, pass, job_.cluster.gpu, job_.training).seconds;
     return expert_op(op) ? t * expert_load_ : t;
+  }
+  GroupPlacement mirrored(GroupPlacement g) const {
+    return schedule_family(job_.layout.schedule).layout == StageLayout::mirrored ? even_group(g.gpus * 2, g.nodes * 2) : g;
   }
   static CommKind kind_of(CommPoint c) {
     return c == CommPoint::ep_dispatch || c == CommPoint::ep_combine ? CommKind::ep : CommKind::tp;
@@ -373,7 +378,7 @@ void add_blocking_sends(StageCost& s, const StagePlan& sp, std::int64_t stages) 
 // A stage's data-parallel traffic under its ZeRO stage, and its share of the optimizer update
 // (`update_bytes` per parameter, streamed at `stream_rate` bytes/s).
 void add_data_parallel_terms(StageCost& s, const StageParams& held, const ParallelLayout& p, const StageCoster& coster,
-                             double grads, double update_bytes, double stream_rate) {
+                             double grads, double update_bytes, double stream_rate, const MuonStageCost* muon) {
   const double weights = 2.0;  // parameters are gathered in bf16
   if (p.zero >= 3 && !p.reshard_after_forward) {
     // FSDP2 with reshard_after_forward=False (torchtitan under pipeline parallelism): the weights are
@@ -399,14 +404,30 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
       s.input_grad.background += gather;
       s.backward.background += gather;
     } else {
-      if (p.zero <= 1)  // the accumulated gradients, once per step
-        s.grad_sync = coster.data_parallel(p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter, held, grads);
+      if (p.zero <= 1) {  // the accumulated gradients, once per step
+        const CollectiveOp reduce = p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+        s.grad_sync = coster.data_parallel(reduce, held, grads);
+        if (muon && muon->bf16_expert_grads)  // DeepSeek-V4 §2.4: BF16 expert gradients by all-to-all, summed locally in FP32
+          s.grad_sync = coster.dense_data_parallel(reduce, held.dense * grads) +
+                        coster.expert_data_parallel(CollectiveOp::all_to_all, held.expert * 2.0);
+      }
       if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
     }
   }
   double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
   double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
-  s.optimizer = (dense_share + expert_share) * update_bytes / stream_rate;
+  if (!muon) {
+    s.optimizer = (dense_share + expert_share) * update_bytes / stream_rate;
+    return;
+  }
+  // Muon: what stays on AdamW is sharded elementwise; the matrices are updated whole, the busiest rank's
+  // bucket (one momentum buffer instead of two moments), after their Newton–Schulz iterations.
+  const StageParams matrices{muon->plan.dense.params, muon->plan.expert.params};
+  dense_share = p.zero >= 1 ? (held.dense - matrices.dense) / static_cast<double>(p.dense_dp_shards()) : held.dense - matrices.dense;
+  expert_share = p.zero >= 1 ? (held.expert - matrices.expert) / static_cast<double>(p.edp()) : held.expert - matrices.expert;
+  const double buckets = muon->plan.dense.bucket_params + muon->plan.expert.bucket_params;
+  s.newton_schulz = muon->newton_schulz_seconds;
+  s.optimizer = ((dense_share + expert_share) * update_bytes + buckets * muon->update_bytes) / stream_rate + s.newton_schulz;
 }
 
 }  // namespace
@@ -437,6 +458,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   StageCoster::LayerPasses mtp_extra = coster.passes(mtp_extra_ops(m, ctx), false);
 
   const std::vector<StageParams> params = stage_params(job);
+  const std::vector<MuonStageCost> muon = muon_stage_costs(job);
   const TrainingSpec& t = job.training;
   const double update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments + weight_bytes(t.precision);
   const double p2p = coster.p2p();
@@ -467,7 +489,8 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     s.p2p = p2p;
     if (!p.overlap_p2p && s.p2p > 0) add_blocking_sends(s, sp, static_cast<std::int64_t>(p.stage_layers.size()));
     add_data_parallel_terms(s, params[static_cast<std::size_t>(sp.index)], p, coster, t.optimizer.grads, update_bytes,
-                            job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency);
+                            job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency,
+                            muon.empty() ? nullptr : &muon[static_cast<std::size_t>(sp.index)]);
     out.stages.push_back(std::move(s));
   }
   if (schedule_family(p.schedule).overlaps_pairs)

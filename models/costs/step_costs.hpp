@@ -59,6 +59,7 @@ struct StageCost {
   double grad_sync = 0;     // the stage's gradient reduction over data parallelism, once per step
   double param_gather = 0;  // ZeRO-1/2: the updated parameters gathered back, once per step
   double optimizer = 0;     // this rank's share of the optimizer update
+  double newton_schulz = 0; // of which Muon's Newton–Schulz iterations (0 under AdamW)
   // DualPipe(V): this stage's forward interleaved on one GPU with the backward of the other stage its
   // rank holds — one direction's forward beside the other's backward, an F&B pair — if no SMs were shared.
   double fb_overlap = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "models/memory/activations.hpp"
+#include "models/optimizer/muon.hpp"
 #include "models/spec/param_count.hpp"
 
 namespace plumb {
@@ -16,24 +17,6 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
   b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) + (gathered ? params * 2.0 : 0.0);
   b.optimizer = params * optimizer.states() / (zero >= 1 ? n : 1.0);
   return b;
-}
-
-std::vector<StagePlan> stage_plans(const ParallelLayout& layout, std::int64_t mtp_depth) {
-  std::vector<StagePlan> plans;
-  std::int64_t first = 0;
-  const auto& split = layout.stage_layers;
-  for (std::size_t i = 0; i < split.size(); ++i) {
-    StagePlan s;
-    s.index = static_cast<std::int64_t>(i);
-    s.first_layer = first;
-    s.layers = split[i];
-    s.embedding = i == 0;
-    s.head = i + 1 == split.size();
-    s.mtp_modules = s.head ? mtp_depth : 0;
-    first += split[i];
-    plans.push_back(s);
-  }
-  return plans;
 }
 
 namespace {
@@ -155,6 +138,30 @@ double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMe
   return (12.0 - 4.0) * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * tokens;
 }
 
+// Under Muon the matrices' states (fp32 master and one momentum) sit whole in knapsack buckets, every
+// rank's padded to the largest; what stays on AdamW (embedding, head, norms, biases) is sharded
+// elementwise as before.
+void muon_optimizer_bytes(const Job& job, const std::vector<MuonStage>& muon, RankMemory& rank) {
+  const ParallelLayout& p = job.layout;
+  const OptimizerBytes& o = job.training.optimizer;
+  const double muon_states = o.master + job.training.muon.momentum_bytes;
+  double dense_matrices = 0, expert_matrices = 0, buckets = 0, even = 0;
+  for (std::int64_t s : rank.stages) {
+    const MuonStage& m = muon[static_cast<std::size_t>(s)];
+    dense_matrices += m.dense.params;
+    expert_matrices += m.expert.params;
+    for (const MuonBuckets* b : {&m.dense, &m.expert}) {
+      buckets += b->bucket_params;
+      even += b->params / static_cast<double>(b->ranks);
+    }
+  }
+  const double dense_shards = p.zero >= 1 ? static_cast<double>(p.dense_dp_shards()) : 1.0;
+  const double expert_shards = p.zero >= 1 ? static_cast<double>(p.edp()) : 1.0;
+  rank.optimizer_bytes = (rank.dense_params - dense_matrices) * o.states() / dense_shards +
+                         (rank.expert_params - expert_matrices) * o.states() / expert_shards + buckets * muon_states;
+  rank.muon_padding_bytes = (buckets - even) * muon_states;
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const Job& job) {
@@ -164,6 +171,7 @@ MemoryPlan plan_memory(const Job& job) {
   plan.microbatches = job.microbatches();
   plan.stages = stage_plans(job.layout, job.model.mtp_depth);
   const ModelShare share = model_share(job);
+  const std::vector<MuonStage> muon = muon_stages(job);
   for (std::int64_t r = 0; r < p.pp; ++r) {
     RankMemory rank;
     rank.pp_rank = r;
@@ -186,6 +194,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.params_bytes = dense.params + expert.params;
     rank.grads_bytes = dense.grads + expert.grads;
     rank.optimizer_bytes = dense.optimizer + expert.optimizer;
+    if (!muon.empty()) muon_optimizer_bytes(job, muon, rank);
     rank.cuda_context_bytes = job.cluster.gpu.cuda_context;
     rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
     // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.

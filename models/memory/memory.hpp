@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/parallel/stage_plan.hpp"
 #include "models/scenario/job.hpp"
 
 namespace plumb {
@@ -21,17 +22,6 @@ struct ModelStateBytes {
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
                                   const OptimizerBytes& optimizer, bool resharded = true);
 
-// One model stage: its transformer layers and whether it carries the embedding, head or MTP.
-struct StagePlan {
-  std::int64_t index = 0;
-  std::int64_t first_layer = 0;
-  std::int64_t layers = 0;
-  bool embedding = false;
-  bool head = false;
-  std::int64_t mtp_modules = 0;
-};
-std::vector<StagePlan> stage_plans(const ParallelLayout& layout, std::int64_t mtp_depth);
-
 struct RankMemory {
   std::int64_t pp_rank = 0;
   std::vector<std::int64_t> stages;     // model stages this rank holds
@@ -39,6 +29,8 @@ struct RankMemory {
   double dense_params = 0;              // parameters held (after TP sharding, before ZeRO)
   double expert_params = 0;             // routed-expert parameters held (after EP/ETP sharding)
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0;
+  // Under Muon: what padding the whole-matrix buckets to the largest adds to `optimizer_bytes`.
+  double muon_padding_bytes = 0;
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
   // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
   double loss_transient_bytes = 0;

@@ -7,46 +7,87 @@ double norm_params(const ModelSpec& m, double width) {
   return m.norm == NormKind::layernorm ? 2.0 * width : width;  // weight (+ bias)
 }
 
-// Gated (SwiGLU) MLPs have three h×f matrices, GeLU MLPs two; biases only on GPT-style models.
-void add_mlp(const ModelSpec& m, MlpKind kind, double f, double& sharded, double& replicated) {
-  double h = static_cast<double>(m.hidden);
-  sharded += (kind == MlpKind::swiglu ? 3.0 : 2.0) * h * f;
-  if (m.bias) {
-    sharded += (kind == MlpKind::swiglu ? 2.0 : 1.0) * f;  // column-parallel biases
-    replicated += h;                                      // row-parallel output bias
-  }
+using Tensors = std::vector<ParamTensor>;
+
+void add_norm(const ModelSpec& m, Tensors& t, std::string_view name, ParamPart part, double width) {
+  t.push_back({.name = name, .part = part, .cols = width, .adamw_only = true});  // weight
+  if (m.norm == NormKind::layernorm) t.push_back({.name = name, .part = part, .cols = width, .adamw_only = true});  // bias
 }
 
-void add_attention(const ModelSpec& m, LayerParams& p) {
+// Gated (SwiGLU) MLPs have three h×f matrices, GeLU MLPs two; biases only on GPT-style models.
+void add_mlp(const ModelSpec& m, Tensors& t, ParamPart part, MlpKind kind, double f) {
+  const double h = static_cast<double>(m.hidden);
+  t.push_back({.name = "w_up", .part = part, .rows = f, .cols = h, .split = TpSplit::rows});
+  if (kind == MlpKind::swiglu) t.push_back({.name = "w_gate", .part = part, .rows = f, .cols = h, .split = TpSplit::rows});
+  t.push_back({.name = "w_down", .part = part, .rows = h, .cols = f, .split = TpSplit::cols});
+  if (!m.bias) return;
+  const double column_biases = kind == MlpKind::swiglu ? 2.0 : 1.0;
+  t.push_back({.name = "b_up", .part = part, .cols = column_biases * f, .split = TpSplit::cols, .adamw_only = true});
+  t.push_back({.name = "b_down", .part = part, .cols = h, .adamw_only = true});  // row-parallel output bias, whole
+}
+
+void add_attention(const ModelSpec& m, Tensors& t) {
   const AttentionSpec& a = m.attention;
-  double h = static_cast<double>(m.hidden);
-  double heads = static_cast<double>(a.heads);
+  const double h = static_cast<double>(m.hidden);
+  const double heads = static_cast<double>(a.heads);
+  const ParamPart part = ParamPart::attention;
   if (a.kind == AttentionKind::mla) {
-    // DeepSeek-V2 §2.1 / V3 §2.1.1: low-rank joint compression of keys/values (and queries).
-    double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
-    double q_lora = static_cast<double>(a.q_lora_rank);
-    double kv_lora = static_cast<double>(a.kv_lora_rank);
+    // DeepSeek-V2 §2.1 / V3 §2.1.1: low-rank joint compression of keys/values (and queries); the
+    // down-projections and their norms are held whole by every TP rank.
+    const double qk = static_cast<double>(a.qk_nope_head_dim + a.qk_rope_head_dim);
+    const double q_lora = static_cast<double>(a.q_lora_rank);
+    const double kv_lora = static_cast<double>(a.kv_lora_rank);
     if (a.q_lora_rank > 0) {
-      p.attention_replicated += h * q_lora + q_lora;  // W^DQ and its RMSNorm
-      p.attention_sharded += q_lora * heads * qk;     // W^UQ, W^QR
+      t.push_back({.name = "w_dq", .part = part, .rows = q_lora, .cols = h});
+      t.push_back({.name = "q_norm", .part = part, .cols = q_lora, .adamw_only = true});
+      t.push_back({.name = "w_uq", .part = part, .rows = heads * qk, .cols = q_lora, .split = TpSplit::rows});
     } else {
-      p.attention_sharded += h * heads * qk;
+      t.push_back({.name = "w_q", .part = part, .rows = heads * qk, .cols = h, .split = TpSplit::rows});
     }
-    p.attention_replicated += h * (kv_lora + static_cast<double>(a.qk_rope_head_dim)) + kv_lora;  // W^DKV, W^KR, norm
-    p.attention_sharded += kv_lora * heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim);  // W^UK, W^UV
-    p.attention_sharded += heads * static_cast<double>(a.v_head_dim) * h;                              // W^O
+    t.push_back({.name = "w_dkv", .part = part, .rows = kv_lora + static_cast<double>(a.qk_rope_head_dim), .cols = h});
+    t.push_back({.name = "kv_norm", .part = part, .cols = kv_lora, .adamw_only = true});
+    t.push_back({.name = "w_ukv", .part = part, .rows = heads * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim),
+                 .cols = kv_lora, .split = TpSplit::rows});
+    t.push_back({.name = "w_o", .part = part, .rows = h, .cols = heads * static_cast<double>(a.v_head_dim), .split = TpSplit::cols});
     return;
   }
-  double d = static_cast<double>(a.head_dim);
-  double q = heads * d;
-  double kv = static_cast<double>(a.kv_heads) * d;
-  p.attention_sharded += h * (q + 2.0 * kv) + q * h;  // W_Q, W_K, W_V, W_O
-  if (m.bias || a.qkv_bias) p.attention_sharded += q + 2.0 * kv;
-  if (m.bias) p.attention_replicated += h;
-  if (a.qk_norm) p.attention_replicated += 2.0 * d;  // one RMSNorm each for q and k, shared across heads
+  const double d = static_cast<double>(a.head_dim);
+  const double q = heads * d;
+  const double kv = static_cast<double>(a.kv_heads) * d;
+  t.push_back({.name = "w_q", .part = part, .rows = q, .cols = h, .split = TpSplit::rows});
+  t.push_back({.name = "w_k", .part = part, .rows = kv, .cols = h, .split = TpSplit::rows});
+  t.push_back({.name = "w_v", .part = part, .rows = kv, .cols = h, .split = TpSplit::rows});
+  t.push_back({.name = "w_o", .part = part, .rows = h, .cols = q, .split = TpSplit::cols});
+  if (m.bias || a.qkv_bias) t.push_back({.name = "b_qkv", .part = part, .cols = q + 2.0 * kv, .split = TpSplit::cols, .adamw_only = true});
+  if (m.bias) t.push_back({.name = "b_o", .part = part, .cols = h, .adamw_only = true});
+  if (a.qk_norm) {  // one RMSNorm each for q and k, shared across heads
+    t.push_back({.name = "q_norm", .part = part, .cols = d, .adamw_only = true});
+    t.push_back({.name = "k_norm", .part = part, .cols = d, .adamw_only = true});
+  }
 }
 
 }  // namespace
+
+std::vector<ParamTensor> layer_tensors(const ModelSpec& m, std::int64_t layer) {
+  Tensors t;
+  const double h = static_cast<double>(m.hidden);
+  add_attention(m, t);
+  add_norm(m, t, "attention_norm", ParamPart::norm, h);
+  add_norm(m, t, "mlp_norm", ParamPart::norm, h);
+  if (!m.is_moe_layer(layer)) {
+    add_mlp(m, t, ParamPart::mlp, m.mlp.kind, static_cast<double>(m.mlp.ffn_hidden));
+    return t;
+  }
+  const MoeSpec& e = *m.moe;
+  const double experts = static_cast<double>(e.experts);
+  t.push_back({.name = "router", .part = ParamPart::router, .rows = experts, .cols = h});
+  if (e.router_bias) t.push_back({.name = "router_bias", .part = ParamPart::router, .cols = experts, .adamw_only = true});
+  add_mlp(m, t, ParamPart::expert, MlpKind::swiglu, static_cast<double>(e.expert_ffn_hidden));
+  for (std::int64_t s = 0; s < e.shared_experts; ++s)
+    add_mlp(m, t, ParamPart::mlp, MlpKind::swiglu, static_cast<double>(e.shared_expert_ffn_hidden));
+  if (e.shared_expert_gate) t.push_back({.name = "shared_gate", .part = ParamPart::router, .cols = h});
+  return t;
+}
 
 double LayerParams::dense() const {
   return attention_sharded + attention_replicated + mlp_sharded + mlp_replicated + norms + router;
@@ -54,23 +95,17 @@ double LayerParams::dense() const {
 
 LayerParams layer_params(const ModelSpec& m, std::int64_t layer) {
   LayerParams p;
-  double h = static_cast<double>(m.hidden);
-  add_attention(m, p);
-  p.norms = 2.0 * norm_params(m, h);
-  if (!m.is_moe_layer(layer)) {
-    add_mlp(m, m.mlp.kind, static_cast<double>(m.mlp.ffn_hidden), p.mlp_sharded, p.mlp_replicated);
-    return p;
+  for (const ParamTensor& t : layer_tensors(m, layer)) {
+    const bool sharded = t.split != TpSplit::none;
+    switch (t.part) {
+      case ParamPart::attention: (sharded ? p.attention_sharded : p.attention_replicated) += t.size(); break;
+      case ParamPart::mlp: (sharded ? p.mlp_sharded : p.mlp_replicated) += t.size(); break;
+      case ParamPart::norm: p.norms += t.size(); break;
+      case ParamPart::router: p.router += t.size(); break;
+      case ParamPart::expert: p.expert += t.size(); break;
+    }
   }
-  const MoeSpec& e = *m.moe;
-  double experts = static_cast<double>(e.experts);
-  p.router = h * experts + (e.router_bias ? experts : 0.0);
-  double expert_sharded = 0, expert_replicated = 0;
-  add_mlp(m, MlpKind::swiglu, static_cast<double>(e.expert_ffn_hidden), expert_sharded, expert_replicated);
-  p.expert = expert_sharded + expert_replicated;
-  p.routed_experts = e.experts;
-  for (std::int64_t s = 0; s < e.shared_experts; ++s)
-    add_mlp(m, MlpKind::swiglu, static_cast<double>(e.shared_expert_ffn_hidden), p.mlp_sharded, p.mlp_replicated);
-  if (e.shared_expert_gate) p.router += h;
+  if (m.is_moe_layer(layer)) p.routed_experts = m.moe->experts;
   return p;
 }
 

@@ -3,10 +3,36 @@
 // Cross-checked against Megatron-LM Eq. 2 (Narayanan et al., SC'21): P = 12lh²(1 + 13/(12h) + (V+s)/(12lh))
 // for GPT, and against published totals (tests/test_models.cpp).
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 #include "models/spec/model_spec.hpp"
 
 namespace plumb {
+
+// Where a parameter tensor belongs in the layer's accounting.
+enum class ParamPart { attention, mlp, norm, router, expert };
+// How tensor parallelism splits a tensor: not at all (held whole by every TP rank), along its output
+// rows (column-parallel) or along its input columns (row-parallel).
+enum class TpSplit { none, rows, cols };
+
+// One parameter tensor of a layer, as [rows = outputs, cols = inputs] (a vector has one row).
+struct ParamTensor {
+  std::string_view name;
+  ParamPart part = ParamPart::attention;
+  double rows = 1, cols = 1;
+  TpSplit split = TpSplit::none;
+  bool adamw_only = false;  // kept on AdamW under Muon (DeepSeek-V4 §2.4: norms, mHC gates and biases)
+
+  double size() const { return rows * cols; }
+  // A 2-D weight that Muon orthogonalises (Jordan et al. 2024; DeepSeek-V4 §2.4): matrices of the
+  // hidden layers, not vectors and not what stays on AdamW.
+  bool muon_matrix() const { return rows > 1 && cols > 1 && !adamw_only; }
+};
+
+// Every tensor of layer `layer`; a routed expert's tensors appear once (part `expert`), and
+// `layer_params(m, layer).routed_experts` says how many experts hold them.
+std::vector<ParamTensor> layer_tensors(const ModelSpec& m, std::int64_t layer);
 
 // One transformer layer. "sharded" parts are split across tensor-parallel ranks;
 // "replicated" parts are held whole by every TP rank (norms, routers, row-parallel output biases,

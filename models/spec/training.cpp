@@ -22,6 +22,8 @@ std::string_view precision_name(Precision p) {
   return "?";
 }
 
+std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::muon ? "muon" : "adamw"; }
+
 double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
 
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words() {
@@ -80,10 +82,26 @@ TrainingSpec read_training(ObjectReader& r) {
   t.restart_time = r.quantity("restart_time", Dimension::time, Need::optional).value_or(t.restart_time);
   t.routing_seed = static_cast<std::uint64_t>(r.integer("routing_seed", Need::optional, 0, 1'000'000'000).value_or(0));
   if (const Json* opt = r.child("optimizer", Need::optional)) {
-    ObjectReader o(*opt, r.pointer("optimizer"), r.source());
-    t.optimizer.grads = dtype_bytes(o, "grads", 2.0, false);
-    t.optimizer.master = dtype_bytes(o, "master_weights", 4.0, true);
-    t.optimizer.moments = 2.0 * dtype_bytes(o, "moments", 4.0, false);
+    const std::vector<std::pair<std::string, OptimizerKind>> kinds{{"adamw", OptimizerKind::adamw}, {"muon", OptimizerKind::muon}};
+    if (opt->is_string()) {  // the short form: "optimizer": "muon"
+      t.optimizer_kind = r.choice<OptimizerKind>("optimizer", Need::optional, kinds).value_or(OptimizerKind::adamw);
+    } else {
+      ObjectReader o(*opt, r.pointer("optimizer"), r.source());
+      t.optimizer_kind = o.choice<OptimizerKind>("kind", Need::optional, kinds).value_or(OptimizerKind::adamw);
+      t.optimizer.grads = dtype_bytes(o, "grads", 2.0, false);
+      t.optimizer.master = dtype_bytes(o, "master_weights", 4.0, true);
+      t.optimizer.moments = 2.0 * dtype_bytes(o, "moments", 4.0, false);
+      MuonSpec& mu = t.muon;
+      mu.newton_schulz_steps = o.integer("newton_schulz_steps", Need::optional, 1, 100).value_or(mu.newton_schulz_steps);
+      mu.momentum_bytes = dtype_bytes(o, "momentum", 4.0, false);
+      mu.matrices_per_rank = o.integer("matrices_per_rank", Need::optional, 1, 1'000'000).value_or(mu.matrices_per_rank);
+      mu.dense_zero_cap = o.integer("dense_zero_cap", Need::optional, 0, 100'000'000).value_or(0);
+      mu.bf16_expert_grads =
+          o.choice<bool>("expert_grads", Need::optional, {{"bf16_all_to_all", true}, {"reduce_scatter", false}}).value_or(true);
+      if (t.optimizer_kind == OptimizerKind::adamw)
+        for (const char* key : {"newton_schulz_steps", "momentum", "matrices_per_rank", "dense_zero_cap", "expert_grads"})
+          if (o.child(key, Need::optional)) o.error(key, fmt::format("\"{}\" is a Muon setting: add \"kind\": \"muon\" or remove it", key));
+    }
   }
   return t;
 }

@@ -31,6 +31,27 @@ struct OptimizerBytes {
   double states() const { return master + moments; }
 };
 
+// AdamW everywhere, or Muon on the hidden layers' matrices with AdamW on the rest (embedding, head,
+// norms, biases, mHC gates): DeepSeek-V4 technical report §2.4; Muon: Jordan et al. 2024.
+enum class OptimizerKind { adamw, muon };
+std::string_view optimizer_name(OptimizerKind k);
+
+// Muon as DeepSeek-V4 runs it (report §2.4; ../shared/reference/deepseek-v4.md "Training recipe").
+struct MuonSpec {
+  // Newton–Schulz iterations per step: 8 with one coefficient set, then 2 with another.
+  std::int64_t newton_schulz_steps = 10;
+  double momentum_bytes = 4;  // one fp32 momentum buffer per parameter, where Adam keeps two moments
+  // ZeRO-1 assigns whole matrices to data-parallel ranks (Newton–Schulz needs the whole matrix): a
+  // knapsack with at most this many matrices per rank, every rank's bucket padded to the largest.
+  std::int64_t matrices_per_rank = 5;
+  // The ZeRO degree for dense matrices is capped; past the cap the update is computed redundantly.
+  // The report gives no number: 0 leaves it uncapped (the data-parallel size, or the matrix count).
+  std::int64_t dense_zero_cap = 0;
+  // Expert gradients stochastically rounded to BF16 and reduced by an all-to-all plus a local FP32 sum
+  // instead of a reduce-scatter of `OptimizerBytes::grads`.
+  bool bf16_expert_grads = true;
+};
+
 struct TrainingSpec {
   std::int64_t seq_len = 0;
   std::int64_t global_batch = 0;  // sequences per optimizer step
@@ -52,6 +73,8 @@ struct TrainingSpec {
   // more (models/memory: the loss's transient bytes).
   bool fused_cross_entropy = true;
   OptimizerBytes optimizer;
+  OptimizerKind optimizer_kind = OptimizerKind::adamw;
+  MuonSpec muon;
   double tokens = 0;               // training budget
   double price_per_gpu_hour = 0;   // USD
   double reserved_memory = 0;      // bytes per GPU the user sets aside (allocator slack, framework)

@@ -4,6 +4,7 @@
 
 #include "models/costs/flops.hpp"
 #include "models/input/units.hpp"
+#include "models/memory/memory.hpp"
 #include "models/spec/param_count.hpp"
 
 namespace plumb {
@@ -58,7 +59,31 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   r.training = training_totals(job, r.step_time);
   r.critical_path = critical_path_summary(sim);
   r.full_rank = full_rank_summary(job, sim);
+  r.optimizer.kind = job.training.optimizer_kind;
+  for (std::int64_t rank = 0; rank < job.layout.pp; ++rank) {
+    double ns = 0;
+    for (std::int64_t s : stages_of_rank(job.layout.schedule, rank, job.layout.pp, job.layout.vp))
+      ns += costs.stages[static_cast<std::size_t>(s)].newton_schulz;
+    r.optimizer.newton_schulz = std::max(r.optimizer.newton_schulz, ns);
+  }
+  if (r.optimizer.kind == OptimizerKind::muon) {
+    const MemoryPlan memory = plan_memory(job);
+    r.optimizer.padding_bytes = memory.ranks[memory.peak_rank].muon_padding_bytes;
+  }
   return r;
+}
+
+void compare_with_adamw(const Job& job, OptimizerSummary& out, bool simulate) {
+  Job adamw = job;
+  adamw.training.optimizer_kind = OptimizerKind::adamw;
+  if (!simulate) {
+    const MemoryPlan memory = plan_memory(adamw);
+    out.adamw_peak_bytes = memory.ranks[memory.peak_rank].total_bytes();
+    return;
+  }
+  const StepSimulation sim = simulate_step(adamw, step_costs(adamw), StepMode::symmetric);
+  out.adamw_step_time = sim.step_time;
+  for (const RankStep& k : sim.ranks) out.adamw_peak_bytes = std::max(out.adamw_peak_bytes, k.peak_bytes);
 }
 
 }  // namespace plumb

@@ -29,6 +29,17 @@ struct StepRates {
 };
 StepRates rates_at(const Job& job, double step_time);
 
+// The optimizer the step ran and, under Muon, what it cost against AdamW on the same job.
+struct OptimizerSummary {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double newton_schulz = 0;   // seconds a step, the busiest pipeline rank (Muon)
+  double padding_bytes = 0;   // bucket padding on the peak-memory rank (Muon)
+  double adamw_step_time = 0, adamw_peak_bytes = 0;  // the same job under AdamW (0: not compared)
+};
+// The same job under AdamW — simulated (symmetric step, its peak memory as the step saw it) or, with
+// `simulate` false, its memory plan alone: what `plumb run` and `plumb memory` compare Muon to.
+void compare_with_adamw(const Job& job, OptimizerSummary& out, bool simulate);
+
 struct StepReport {
   double step_time = 0;
   double estimate = 0;  // the analytic estimator's step time
@@ -43,6 +54,7 @@ struct StepReport {
   TrainingTotals training;
   std::vector<std::string> critical_path;
   FullRankSummary full_rank;  // --full only
+  OptimizerSummary optimizer;
 };
 
 StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs);
