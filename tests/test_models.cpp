@@ -51,8 +51,57 @@ TEST_CASE("every bundled preset matches its published parameter counts") {
     REQUIRE_MESSAGE(m.published.total_params.has_value(), name << " has no published total");
     check_published(c.total, *m.published.total_params, m.published.total_text, name + " total");
     if (m.published.activated_params)
-      check_published(c.activated, *m.published.activated_params, m.published.activated_text, name + " activated");
+      check_published(c.activated - (m.published.activated_without_embedding ? c.embedding : 0.0), *m.published.activated_params,
+                      m.published.activated_text, name + " activated");
   }
+}
+
+TEST_CASE("DeepSeek-V4 parameter counts from the checkpoint's tensor shapes") {
+  // Sums over the shapes of inference/model.py's tensors (../shared/reference/deepseek-v4.md), main model
+  // without the MTP layer: 1,572,997,201,763 (Pro) and 284,332,240,471 (Flash) by an independent count.
+  const ParamCounts pro = count_params(test::model("deepseek-v4-pro"));
+  const ParamCounts flash = count_params(test::model("deepseek-v4-flash"));
+  CHECK(pro.total == 1'572'997'201'763.0);
+  CHECK(flash.total == 284'332'240'471.0);
+  CHECK(pro.mtp == doctest::Approx(25.84e9).epsilon(1e-3));
+  CHECK(flash.mtp == doctest::Approx(6.61e9).epsilon(1e-3));
+  CHECK(pro.activated - pro.embedding == doctest::Approx(48.85e9).epsilon(1e-3));
+  CHECK(flash.activated - flash.embedding == doctest::Approx(13.27e9).epsilon(1e-3));
+  // Per-layer attention (with compressor and indexer) of V4-Pro: window-only 299.89M, HCA 307.30M, CSA 331.29M.
+  const ModelSpec m = test::model("deepseek-v4-pro");
+  auto attention = [&](std::int64_t l) {
+    const LayerParams p = layer_params(m, l);
+    return p.attention_sharded + p.attention_replicated;
+  };
+  CHECK(m.compress_ratio(0) == 128);
+  CHECK(m.compress_ratio(2) == 4);
+  CHECK(m.compress_ratio(m.mtp_layer()) == 0);
+  CHECK(attention(0) == 307'300'992.0);
+  CHECK(attention(2) == 331'292'416.0);
+  CHECK(attention(m.mtp_layer()) == 299'894'912.0);
+  // mHC per block: 2 × (24 × 4·7168 + 24 + 3); hash-routed layers carry no router bias.
+  CHECK(layer_params(m, 5).mixing == 2.0 * (24 * 4 * 7168 + 27));
+  CHECK(layer_params(m, 3).router - layer_params(m, 2).router == 384);
+}
+
+TEST_CASE("DeepSeek-V4 config.json reads to the presets' architecture") {
+  for (const char* name : {"deepseek-v4-pro", "deepseek-v4-flash"}) {
+    INFO(name);
+    const ModelSpec hf = load_hf(name), preset = test::model(name);
+    CHECK(hf.attention.compress_ratios == preset.attention.compress_ratios);
+    CHECK(hf.residual_streams == 4);
+    CHECK(hf.moe->hash_layers == 3);
+    const ParamCounts a = count_params(hf), b = count_params(preset);
+    CHECK(a.total == b.total);
+    CHECK(a.activated == b.activated);
+    CHECK(a.mtp == b.mtp);
+  }
+  // Cut short to 8 layers: the first 8 ratios and the MTP layer's.
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  auto cut = read_model(Json{{"base", "deepseek-v4-flash"}, {"layers", 8}}, "/model", src);
+  REQUIRE(cut.has_value());
+  CHECK(cut->attention.compress_ratios == std::vector<std::int64_t>{0, 0, 4, 128, 4, 128, 4, 128, 0});
 }
 
 TEST_CASE("named totals: DeepSeek-V3 671B/37B, Llama 3 405B, GPT-3 175B") {

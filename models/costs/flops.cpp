@@ -2,43 +2,11 @@
 
 #include <algorithm>
 
+#include "models/costs/compressed_attention.hpp"
+#include "models/costs/op_builders.hpp"
+
 namespace plumb {
 namespace {
-
-// A GEMM over `rows` tokens from `in` to `out` features: 2·rows·in·out FLOPs per pass. Bytes: read the
-// input and the weight, write the output (the input gradient reads the output gradient and weight,
-// the weight gradient reads both activations).
-LayerOp gemm(std::string name, double rows, double in, double out, double e) {
-  double f = 2 * rows * in * out;
-  double traffic = (rows * in + in * out + rows * out) * e;
-  LayerOp op{std::move(name), OpClass::gemm, {f, f, f}, {traffic, traffic, traffic}};
-  op.rows = rows;
-  op.in = in;
-  op.out = out;
-  return op;
-}
-
-// An elementwise op reading `read` and writing `write` elements per token, in 16-bit (fp8 training
-// keeps elementwise work in bf16); no weight gradient. Its backward reads what the forward read (the
-// saved inputs) and the output gradient, and writes the input gradient: read + write in, read out —
-// unless `backward` gives its traffic in elements per token.
-constexpr double kElementwiseBytes = 2.0;
-LayerOp elementwise(std::string name, double rows, double read, double write, double e = kElementwiseBytes,
-                    double backward = -1) {
-  double forward = rows * (read + write) * e;
-  double back = rows * (backward >= 0 ? backward : 2 * read + write) * e;
-  return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {forward, back, 0}};
-}
-
-// The residual connection after each block: read the block output and the residual stream, write
-// the sum; with bias and dropout (GPT, Megatron-LM's fused bias-dropout-add) also the bias and a
-// one-byte mask (half a 16-bit element).
-LayerOp residual(const ModelSpec& m, double rows, double h) {
-  // Backward: the sum passes its gradient through unchanged (no traffic of its own); dropout's reads
-  // the gradient and the one-byte mask and writes its input gradient.
-  if (m.dropout) return elementwise("bias+dropout+residual add", rows, 2 * h, 1.5 * h, kElementwiseBytes, 2.5 * h);
-  return elementwise("residual add", rows, 2 * h, h, kElementwiseBytes, 0);
-}
 
 // Under fp8 every fp8 GEMM gets a memory-bound quantization op before it. DeepSeek-V3 §3.5.2
 // describes the kernels: "read 128 BF16 activation values ... from HBM for quantization, and the
@@ -111,6 +79,8 @@ void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double
 
 namespace {
 
+void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c);
+
 std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
@@ -118,7 +88,13 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   const double heads = static_cast<double>(a.heads) / tp;
   const CommPoint tp_region = c.tp > 1 ? CommPoint::tp_enter : CommPoint::none;
   std::vector<LayerOp> ops;
+  add_stream_mix_in(ops, m, T / sp, "attention");
   ops.push_back(elementwise("attention norm", T / sp, h, h));
+  if (a.kind == AttentionKind::compressed) {
+    add_compressed_attention_ops(ops, m, layer, c);
+    add_moe_or_mlp(ops, m, layer, c);
+    return ops;
+  }
   const std::size_t first_projection = ops.size();
   if (a.kind == AttentionKind::mla) {
     double q_lora = static_cast<double>(a.q_lora_rank), kv_lora = static_cast<double>(a.kv_lora_rank);
@@ -152,12 +128,22 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   if (c.unfused_attention) ops.push_back(elementwise("softmax+dropout (unfused)", T * heads * c.seq, 3, 3.5, kElementwiseBytes, 8.5));
   ops.push_back(gemm("out projection", T, heads * static_cast<double>(a.out_head_dim()), h, e));
   if (c.tp > 1) ops.back().after = CommPoint::tp_exit;
-  ops.push_back(residual(m, T / sp, h));
+  add_moe_or_mlp(ops, m, layer, c);
+  return ops;
+}
+
+// After the attention block: its residual (or mHC post-mix), then the MLP or MoE block with its own.
+void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c) {
+  const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
+  const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
+  const CommPoint tp_region = c.tp > 1 ? CommPoint::tp_enter : CommPoint::none;
+  add_stream_mix_out(ops, m, T / sp, "attention");
+  add_stream_mix_in(ops, m, T / sp, "MLP");
   ops.push_back(elementwise("MLP norm", T / sp, h, h));
   if (!m.is_moe_layer(layer)) {
     add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "", tp_region);
-    ops.push_back(residual(m, T / sp, h));
-    return ops;
+    add_stream_mix_out(ops, m, T / sp, "MLP");
+    return;
   }
   const MoeSpec& moe = *m.moe;
   double k = static_cast<double>(moe.top_k);
@@ -176,19 +162,11 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
             "shared expert: ", tp_region);
   ops.push_back(elementwise("unpermute (combine)", T / sp * k, h, h, kElementwiseBytes, 2 * h));
-  ops.push_back(residual(m, T / sp, h));
-  return ops;
+  add_stream_mix_out(ops, m, T / sp, "MLP");
 }
 
 }  // namespace
 
-FlashAttentionFlops flash_attention_flops(double query_rows, double keys, double d_qk, double d_v, bool causal) {
-  FlashAttentionFlops f;
-  f.forward = 2 * query_rows * keys * (d_qk + d_v) * (causal ? 0.5 : 1.0);
-  f.backward = 2 * f.forward;
-  f.backward_recompute = f.forward * d_qk / (d_qk + d_v);
-  return f;
-}
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);
@@ -220,14 +198,6 @@ std::vector<LayerOp> mtp_extra_ops(const ModelSpec& m, const OpContext& c) {
   return ops;
 }
 
-GemmShape gemm_shape(const LayerOp& op, int pass) {
-  const double rows = op.rows / op.groups;
-  switch (pass) {
-    case 0: return {rows, op.out, op.in, op.groups};
-    case 1: return {rows, op.in, op.out, op.groups};
-    default: return {op.in, op.out, rows, op.groups};
-  }
-}
 
 PassFlops sum_flops(const std::vector<LayerOp>& ops) {
   PassFlops p;
@@ -284,7 +254,7 @@ double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind re
   double extra = recompute == RecomputeKind::full ? p.forward - head_forward
                  : recompute == RecomputeKind::selective ? scores
                                                           : 0.0;
-  const std::vector<LayerOp> mtp_layer = layer_ops(m, m.layers - 1, c);
+  const std::vector<LayerOp> mtp_layer = layer_ops(m, m.mtp_layer(), c);
   for (const LayerOp& o : mtp_layer) flash_recompute += static_cast<double>(m.mtp_depth) * o.backward_recompute_flops;
   double mtp = static_cast<double>(m.mtp_depth) * (sum_flops(mtp_layer).total() + sum_flops(mtp_extra_ops(m, c)).total());
   return p.total() + extra + mtp + (causal ? flash_recompute : 0.0);

@@ -305,10 +305,12 @@ class StageCoster {
   double p2p() const {
     if (job_.layout.pp <= 1) return 0;
     GroupPlacement pair{2, groups_.pp_crosses_nodes ? 2 : 1};
-    double t = collective_seconds(CollectiveOp::send_recv, activation_bytes_ / static_cast<double>(job_.layout.tp), pair,
+    // With mHC the boundary carries every residual stream (DeepSeek-V4 §2.2: more bytes between stages).
+    const double streams = static_cast<double>(job_.model.residual_streams);
+    double t = collective_seconds(CollectiveOp::send_recv, streams * activation_bytes_ / static_cast<double>(job_.layout.tp), pair,
                                   groups_.links);
     if (job_.layout.tp > 1 && !job_.layout.sequence_parallel)
-      t += collective_seconds(CollectiveOp::all_gather, activation_bytes_, groups_.tp, groups_.links);
+      t += collective_seconds(CollectiveOp::all_gather, streams * activation_bytes_, groups_.tp, groups_.links);
     return t;
   }
 
@@ -450,10 +452,12 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   out.moe_imbalance = coster.imbalance();
   out.network = coster.network();
 
-  // Each layer kind is costed once: every dense layer is alike, and so is every MoE layer.
-  StageCoster::LayerPasses dense = coster.passes(layer_ops(m, 0, ctx), true);
-  StageCoster::LayerPasses moe;
-  if (m.moe) moe = coster.passes(layer_ops(m, m.layers - 1, ctx), true);
+  // Each layer kind is costed once: every dense layer is alike, and so is every MoE layer, unless their
+  // attention or routing differs (DeepSeek-V4's window-only, CSA and HCA layers).
+  std::map<LayerKind, StageCoster::LayerPasses> kinds;
+  for (std::int64_t l = 0; l <= m.mtp_layer(); ++l)
+    if (!kinds.contains(m.layer_kind(l))) kinds.emplace(m.layer_kind(l), coster.passes(layer_ops(m, l, ctx), true));
+  auto passes_of = [&](std::int64_t l) { return &kinds.at(m.layer_kind(l)); };
   StageCoster::LayerPasses head = coster.passes(head_ops(m, ctx), false);
   StageCoster::LayerPasses mtp_extra = coster.passes(mtp_extra_ops(m, ctx), false);
 
@@ -468,9 +472,9 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   for (const StagePlan& sp : plans) {
     // The forward runs layers first to last; the backward of a stage is assembled in reverse.
     std::vector<const StageCoster::LayerPasses*> order;
-    for (std::int64_t l = sp.first_layer; l < sp.first_layer + sp.layers; ++l) order.push_back(m.is_moe_layer(l) ? &moe : &dense);
+    for (std::int64_t l = sp.first_layer; l < sp.first_layer + sp.layers; ++l) order.push_back(passes_of(l));
     for (std::int64_t k = 0; k < sp.mtp_modules; ++k) {
-      order.push_back(m.moe ? &moe : &dense);
+      order.push_back(passes_of(m.mtp_layer()));
       order.push_back(&mtp_extra);
     }
     if (sp.head) order.push_back(&head);

@@ -50,6 +50,13 @@ void Diagnostics::throw_if_any() const {
 }
 
 std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates) {
+  // A name cut short ("deepseek-v4" for "deepseek-v4-pro") is nearer than any typo: the shortest
+  // candidate it begins.
+  std::string completion;
+  if (word.size() >= 3)
+    for (const std::string& c : candidates)
+      if (c.size() > word.size() && c.starts_with(word) && (completion.empty() || c.size() < completion.size())) completion = c;
+  if (!completion.empty()) return completion;
   std::string best;
   std::size_t best_distance = std::string::npos;
   for (const std::string& c : candidates) {

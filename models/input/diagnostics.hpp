@@ -39,7 +39,8 @@ class Diagnostics {
   std::vector<Diagnostic> list_;
 };
 
-// The candidate closest to `word` by edit distance, if it is close enough to be a plausible typo.
+// The shortest candidate `word` begins (a name cut short), else the candidate closest to `word` by edit
+// distance, if it is close enough to be a plausible typo.
 std::string nearest_word(std::string_view word, const std::vector<std::string>& candidates);
 
 // "/parallel/pp" from {"parallel", "pp"}; escapes '~' and '/' as RFC 6901 requires.

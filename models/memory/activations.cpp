@@ -27,12 +27,55 @@ bool dropped(Drop d, const Recompute& rc) {
   return false;
 }
 
-void add_attention(const ModelSpec& m, const ActivationSettings& s, std::vector<SavedTensor>& t) {
+// DeepSeek-V4's compressed attention (models/costs/compressed_attention.hpp has its ops): the query
+// latent, the query heads, the one shared KV head, the compressor's entry and gate projections (their
+// softmax pooling needs both in backward), the indexer's queries and keys, and the grouped output.
+// Assumed in 16-bit (the report trains in fp8 with its V3 framework and gives no activation dtypes).
+void add_compressed_attention(const ModelSpec& m, std::int64_t layer, std::vector<SavedTensor>& t) {
+  const AttentionSpec& a = m.attention;
+  const double c = static_cast<double>(a.head_dim), heads = static_cast<double>(a.heads);
+  const double q_lora = static_cast<double>(a.q_lora_rank);
+  t.push_back({"q latent (norm input)", q_lora, Storage::bf16, Shard::sp, Drop::never});
+  t.push_back({"q up-projection input", q_lora, Storage::gemm_input, Shard::sp, Drop::norm});
+  t.push_back({"q", heads * c, Storage::bf16, Shard::tp, Drop::mla_up_proj});
+  t.push_back({"kv (one shared head)", c, Storage::bf16, Shard::replicated, Drop::never});
+  const std::int64_t ratio = m.compress_ratio(layer);
+  if (ratio > 0) {
+    const bool sparse = ratio == a.sparse_ratio;
+    t.push_back({"KV compressor entry and gate projections", 2 * (sparse ? 2.0 : 1.0) * c, Storage::bf16, Shard::replicated,
+                 Drop::never});
+    if (sparse) {
+      const double index_dim = static_cast<double>(a.index_head_dim);
+      t.push_back({"indexer queries", static_cast<double>(a.index_heads) * index_dim, Storage::bf16, Shard::replicated, Drop::never});
+      t.push_back({"indexer key compressor projections", 4 * index_dim, Storage::bf16, Shard::replicated, Drop::never});
+    }
+  }
+  t.push_back({"softmax log-sum-exp", heads, Storage::fp32, Shard::tp, Drop::never});
+  t.push_back({"attention output (grouped projection input)", heads * c, Storage::gemm_input, Shard::tp, Drop::never});
+  t.push_back({"grouped projection output (out-projection input)", static_cast<double>(a.o_groups * a.o_lora_rank),
+               Storage::gemm_input, Shard::tp, Drop::never});
+}
+
+// mHC around a block: the n streams entering it (the pre-mix and the post-mix's combination read them
+// in backward) and the mixing values; the report (§2.2) notes the extra activation memory. Assumed 16-bit.
+void add_stream_mixing(const ModelSpec& m, std::vector<SavedTensor>& t, std::string_view block) {
+  if (m.residual_streams <= 1) return;
+  const double n = static_cast<double>(m.residual_streams), h = static_cast<double>(m.hidden);
+  t.push_back({block, n * h, Storage::bf16, Shard::sp, Drop::never});
+  t.push_back({"mHC mixing values", (2 + n) * n, Storage::fp32, Shard::sp, Drop::never});
+}
+
+void add_attention(const ModelSpec& m, std::int64_t layer, const ActivationSettings& s, std::vector<SavedTensor>& t) {
   const AttentionSpec& a = m.attention;
   double h = static_cast<double>(m.hidden);
   double heads = static_cast<double>(a.heads);
+  add_stream_mixing(m, t, "mHC streams entering attention");
   t.push_back({"attention norm input", h, Storage::bf16, Shard::sp, Drop::never});
   t.push_back({"qkv projection input", h, Storage::gemm_input, Shard::sp, Drop::norm});
+  if (a.kind == AttentionKind::compressed) {
+    add_compressed_attention(m, layer, t);
+    return;
+  }
   double q_width = 0, k_width = 0, v_width = 0;
   if (a.kind == AttentionKind::mla) {
     // DeepSeek-V3 §2.1.1: compressed latents are kept; the up-projected heads can be recomputed (§3.2.3).
@@ -103,7 +146,8 @@ ActivationSettings ActivationSettings::of(const ParallelLayout& layout, const Tr
 std::vector<SavedTensor> layer_tensors(const ModelSpec& m, std::int64_t layer, const ActivationSettings& s) {
   std::vector<SavedTensor> t;
   double h = static_cast<double>(m.hidden);
-  add_attention(m, s, t);
+  add_attention(m, layer, s, t);
+  add_stream_mixing(m, t, "mHC streams entering the MLP");
   // The residual sum x + wo(...): rebuilt when wo's output is recomputed.
   t.push_back({"MLP norm input", h, Storage::bf16, Shard::sp, Drop::second_matmul});
   t.push_back({"MLP input (norm output)", h, Storage::gemm_input, Shard::sp, Drop::norm});

@@ -1,6 +1,7 @@
 #include "models/memory/memory.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "models/memory/activations.hpp"
 #include "models/optimizer/muon.hpp"
@@ -21,8 +22,8 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
 
 namespace {
 
-// One rank's share of a layer: every dense layer of a model is alike, and so is every MoE layer,
-// so each kind is costed once per plan rather than once per layer.
+// One rank's share of a layer: layers of one kind (models/spec LayerKind) are alike, so each kind is
+// costed once per plan rather than once per layer.
 struct LayerShare {
   double dense_params = 0;   // after TP sharding
   double expert_params = 0;  // after EP/ETP sharding
@@ -31,11 +32,11 @@ struct LayerShare {
 
 struct ModelShare {
   ParamCounts counts;
-  LayerShare dense_layer, moe_layer;
+  std::map<LayerKind, LayerShare> kinds;  // one per kind of layer the model has (and its MTP layer)
   double embedding_bytes_per_token = 0, head_bytes_per_token = 0, mtp_extra_bytes_per_token = 0;
   double tokens = 0;  // per micro-batch on one rank
 
-  const LayerShare& layer(const ModelSpec& m, std::int64_t l) const { return m.is_moe_layer(l) ? moe_layer : dense_layer; }
+  const LayerShare& layer(const ModelSpec& m, std::int64_t l) const { return kinds.at(m.layer_kind(l)); }
 };
 
 LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSettings& settings) {
@@ -43,7 +44,7 @@ LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSetti
   LayerParams lp = layer_params(job.model, layer);
   LayerShare share;
   share.dense_params = (lp.attention_sharded + lp.mlp_sharded) / static_cast<double>(p.tp) + lp.attention_replicated +
-                       lp.mlp_replicated + lp.norms + lp.router;
+                       lp.mlp_replicated + lp.norms + lp.router + lp.mixing;
   share.expert_params = lp.expert / static_cast<double>(p.etp) * static_cast<double>(lp.routed_experts / p.ep);
   share.bytes_per_token = layer_bytes_per_token(job.model, layer, settings);
   return share;
@@ -54,8 +55,9 @@ ModelShare model_share(const Job& job) {
   ActivationSettings settings = ActivationSettings::of(job.layout, job.training);
   ModelShare share;
   share.counts = count_params(m);
-  share.dense_layer = layer_share(job, 0, settings);
-  if (m.moe) share.moe_layer = layer_share(job, m.layers - 1, settings);
+  // Every dense layer is alike, and so is every MoE layer — unless their attention or routing differs.
+  for (std::int64_t l = 0; l <= m.mtp_layer(); ++l)
+    if (!share.kinds.contains(m.layer_kind(l))) share.kinds.emplace(m.layer_kind(l), layer_share(job, l, settings));
   share.embedding_bytes_per_token = bytes_per_token(embedding_tensors(m), settings);
   share.head_bytes_per_token = bytes_per_token(head_tensors(m), settings);
   share.mtp_extra_bytes_per_token = bytes_per_token(mtp_extra_tensors(m), settings);
@@ -70,7 +72,7 @@ double activation_bytes(const ModelSpec& m, const ModelShare& share, const Stage
   if (s.head) per_token += share.head_bytes_per_token;
   // Each MTP module is one more block of the last layer's kind plus its own norms, projection and head.
   per_token += static_cast<double>(s.mtp_modules) *
-               (share.layer(m, m.layers - 1).bytes_per_token + share.mtp_extra_bytes_per_token);
+               (share.layer(m, m.mtp_layer()).bytes_per_token + share.mtp_extra_bytes_per_token);
   return per_token * share.tokens;
 }
 
@@ -99,7 +101,7 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
     held.dense += (m.tied_embeddings ? (holds_first_stage ? 0.0 : counts.embedding) : counts.head) / tp;
   }
   for (std::int64_t k = 0; k < s.mtp_modules; ++k) {
-    add_layer(share.layer(m, m.layers - 1));
+    add_layer(share.layer(m, m.mtp_layer()));
     held.dense += 2.0 * h * h / tp + (mtp_module_extra_params(m) - 2.0 * h * h);  // projection split over TP
   }
   return held;

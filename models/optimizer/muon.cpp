@@ -57,7 +57,7 @@ MuonMatrix shard(const ParamTensor& t, std::int64_t ways) {
 void add_layer(const Job& job, std::int64_t layer, StageMatrices& out) {
   const ParallelLayout& p = job.layout;
   const std::int64_t experts_held = job.model.is_moe_layer(layer) ? job.model.moe->experts / p.ep : 0;
-  for (const ParamTensor& t : layer_tensors(job.model, layer)) {
+  for (const ParamTensor& t : layer_param_tensors(job.model, layer)) {
     if (!t.muon_matrix()) continue;
     if (t.part != ParamPart::expert) {
       out.dense.push_back(shard(t, p.tp));
@@ -74,7 +74,7 @@ StageMatrices stage_matrices(const Job& job, const StagePlan& s) {
   for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(job, l, out);
   const double h = static_cast<double>(job.model.hidden);
   for (std::int64_t k = 0; k < s.mtp_modules; ++k) {
-    add_layer(job, job.model.layers - 1, out);
+    add_layer(job, job.model.mtp_layer(), out);
     // The module's 2h→h projection, split over TP (models/memory holds it so).
     out.dense.push_back({h / static_cast<double>(job.layout.tp), 2.0 * h});
   }

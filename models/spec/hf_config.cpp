@@ -9,7 +9,7 @@
 namespace plumb {
 namespace {
 
-enum class Family { llama, mixtral, qwen2_moe, qwen3, qwen3_moe, qwen2, deepseek };
+enum class Family { llama, mixtral, qwen2_moe, qwen3, qwen3_moe, qwen2, deepseek, deepseek_v4 };
 
 // Every value the reader takes goes through these checked accessors: a key of the wrong type, or a
 // size beyond what plumb can simulate, is an error naming the key (other keys are not read).
@@ -39,6 +39,29 @@ struct HfReader {
     src.error(json_pointer_append("", key), fmt::format("expected true or false, found {}", json_brief(doc[key])));
     return fallback;
   }
+  // A list of whole numbers (DeepSeek-V4's compress_ratios); each entry checked like `integer`.
+  std::vector<std::int64_t> integers(const char* key, std::int64_t max) const {
+    std::vector<std::int64_t> out;
+    if (!doc.contains(key) || !doc[key].is_array()) {
+      src.error(doc.contains(key) ? json_pointer_append("", key) : "",
+                doc.contains(key) ? fmt::format("expected a list of whole numbers, found {}", json_brief(doc[key]))
+                                  : fmt::format("missing key \"{}\"", key));
+      return out;
+    }
+    const Json& list = doc[key];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Json& v = list[i];
+      if (v.is_number_integer() && (v.is_number_unsigned() ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
+                                                           : v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= max)) {
+        out.push_back(v.get<std::int64_t>());
+        continue;
+      }
+      src.error(json_pointer_append(json_pointer_append("", key), std::to_string(i)),
+                fmt::format("expected a whole number from 0 to {}, found {}", max, json_brief(v)));
+      out.push_back(0);
+    }
+    return out;
+  }
   std::string text(const char* key, std::string fallback) const {
     if (!doc.contains(key) || doc[key].is_null()) return fallback;
     if (doc[key].is_string()) return doc[key].get<std::string>();
@@ -55,6 +78,7 @@ std::optional<Family> family_of(const std::string& model_type) {
   if (model_type == "qwen3") return Family::qwen3;
   if (model_type == "qwen3_moe") return Family::qwen3_moe;
   if (model_type == "deepseek_v3" || model_type == "deepseek_v2") return Family::deepseek;
+  if (model_type == "deepseek_v4") return Family::deepseek_v4;
   return std::nullopt;
 }
 
@@ -66,6 +90,47 @@ void require_every_layer_sparse(const HfReader& hf, const char* step_key) {
     hf.src.error("/mlp_only_layers", fmt::format("expected a list of layer numbers, found {}", json_brief(hf.doc["mlp_only_layers"])));
   else if (!hf.doc["mlp_only_layers"].empty())
     hf.src.error("/mlp_only_layers", "dense layers interleaved among MoE layers are not modelled");
+}
+
+// DeepSeek-V4 (config.json of deepseek-ai/DeepSeek-V4-Pro and -Flash): compressed attention, MoE in
+// every layer with hash-routed first layers, mHC residual streams, MTP.
+void read_deepseek_v4(const HfReader& hf, ModelSpec& m) {
+  AttentionSpec& a = m.attention;
+  a.kind = AttentionKind::compressed;
+  a.kv_heads = hf.integer("num_key_value_heads", 1);
+  if (a.kv_heads != 1) hf.src.error("/num_key_value_heads", "DeepSeek-V4's attention has one shared KV head (1)");
+  a.kv_heads = 1;
+  a.head_dim = hf.integer("head_dim");
+  a.qk_rope_head_dim = hf.integer("qk_rope_head_dim");
+  a.q_lora_rank = hf.integer("q_lora_rank");
+  a.o_lora_rank = hf.integer("o_lora_rank");
+  a.o_groups = hf.integer("o_groups");
+  a.index_heads = hf.integer("index_n_heads");
+  a.index_head_dim = hf.integer("index_head_dim");
+  a.index_topk = hf.integer("index_topk", std::nullopt, kMaxModelVocab);
+  a.sliding_window = hf.integer("sliding_window", std::nullopt, kMaxModelVocab);
+  a.attention_sink = true;  // attn_sink in every layer of inference/model.py
+  a.compress_ratios = hf.integers("compress_ratios", kMaxModelVocab);
+  fit_compress_ratios(a, m.layers);
+  if (a.compress_ratios.size() < static_cast<std::size_t>(m.layers))
+    hf.src.error("/compress_ratios", fmt::format("expected at least num_hidden_layers ({}) entries, found {}", m.layers,
+                                                 a.compress_ratios.size()));
+  if (a.o_groups > 0 && a.heads % a.o_groups != 0)
+    hf.src.error("/o_groups", fmt::format("{} heads do not split into {} output groups", a.heads, a.o_groups));
+  MoeSpec e;
+  e.experts = hf.integer("n_routed_experts");
+  e.top_k = hf.integer("num_experts_per_tok");
+  e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
+  e.shared_experts = hf.integer("n_shared_experts", 0);
+  e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
+  e.router_bias = hf.text("topk_method", "noaux_tc") == "noaux_tc";
+  e.hash_layers = hf.integer("num_hash_layers", 0, kMaxModelLayers);
+  if (e.top_k > e.experts) hf.src.error("/num_experts_per_tok", fmt::format("{} exceeds the {} routed experts", e.top_k, e.experts));
+  m.moe = e;
+  m.mlp = {MlpKind::swiglu, e.expert_ffn_hidden};  // no dense layers
+  m.mtp_depth = hf.integer("num_nextn_predict_layers", 0, 16);
+  m.residual_streams = hf.integer("hc_mult", 1, 64);
+  m.sinkhorn_iterations = hf.integer("hc_sinkhorn_iters", 0, 1000);
 }
 
 }  // namespace
@@ -86,7 +151,7 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
   std::optional<Family> family = family_of(model_type);
   if (!family) {
     file.error("/model_type", fmt::format("model_type \"{}\" is not supported; plumb reads llama, mistral, mixtral, "
-                                          "qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2 and deepseek_v3 configs "
+                                          "qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3 and deepseek_v4 configs "
                                           "(referenced from {}: {})", model_type, from.name, pointer));
     return std::nullopt;
   }
@@ -102,7 +167,9 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
   m.mlp = {MlpKind::swiglu, hf.integer("intermediate_size", 0, 100 * kMaxModelDim)};
   AttentionSpec& a = m.attention;
   a.heads = hf.integer("num_attention_heads");
-  if (*family == Family::deepseek) {
+  if (*family == Family::deepseek_v4) {
+    read_deepseek_v4(hf, m);
+  } else if (*family == Family::deepseek) {
     a.kind = AttentionKind::mla;
     a.kv_heads = a.heads;
     a.q_lora_rank = hf.integer("q_lora_rank", 0);  // null in DeepSeek-V2-Lite: no query compression

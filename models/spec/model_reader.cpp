@@ -5,20 +5,75 @@
 #include "models/input/catalogue.hpp"
 
 namespace plumb {
+
+void fit_compress_ratios(AttentionSpec& a, std::int64_t layers) {
+  const auto n = static_cast<std::size_t>(layers);
+  if (a.compress_ratios.size() <= n + 1) return;
+  const std::int64_t mtp = a.compress_ratios.back();
+  a.compress_ratios.resize(n);
+  a.compress_ratios.push_back(mtp);
+}
+
 namespace {
 
 constexpr std::int64_t kMaxDim = kMaxModelDim;
 constexpr std::int64_t kMaxLayers = kMaxModelLayers;
 constexpr std::int64_t kMaxVocab = kMaxModelVocab;
 
+// DeepSeek-V4's compressed attention (model_spec.hpp says what each field is).
+void read_compressed_attention(ObjectReader& r, ModelSpec& m) {
+  AttentionSpec& a = m.attention;
+  a.kv_heads = 1;
+  a.head_dim = r.integer("head_dim", Need::required, 1, kMaxDim).value_or(1);
+  a.qk_rope_head_dim = r.integer("qk_rope_head_dim", Need::required, 1, kMaxDim).value_or(1);
+  a.q_lora_rank = r.integer("q_lora_rank", Need::required, 1, kMaxDim).value_or(1);
+  a.o_lora_rank = r.integer("o_lora_rank", Need::required, 1, kMaxDim).value_or(1);
+  a.o_groups = r.integer("o_groups", Need::required, 1, kMaxDim).value_or(1);
+  a.index_heads = r.integer("index_heads", Need::required, 1, kMaxDim).value_or(1);
+  a.index_head_dim = r.integer("index_head_dim", Need::required, 1, kMaxDim).value_or(1);
+  a.index_topk = r.integer("index_topk", Need::required, 1, kMaxModelVocab).value_or(1);
+  a.sliding_window = r.integer("sliding_window", Need::required, 1, kMaxModelVocab).value_or(1);
+  a.sparse_ratio = r.integer("sparse_ratio", Need::optional, 1, kMaxModelVocab).value_or(4);
+  a.attention_sink = r.boolean("attention_sink", Need::optional).value_or(true);
+  if (a.qk_rope_head_dim > a.head_dim)
+    r.error("qk_rope_head_dim", fmt::format("{} rotary dimensions exceed the head's {}", a.qk_rope_head_dim, a.head_dim));
+  if (a.heads % a.o_groups != 0)
+    r.error("o_groups", fmt::format("{} heads do not split into {} output groups", a.heads, a.o_groups));
+  const std::string pointer = r.pointer("compress_ratios");
+  const Json* ratios = r.child("compress_ratios", Need::required);
+  if (!ratios) return;
+  const auto layers = static_cast<std::size_t>(m.layers);
+  if (!ratios->is_array() || ratios->size() < layers) {
+    r.error("compress_ratios", fmt::format("expected a list of at least {} ratios (one per layer, then one for the MTP layer), "
+                                           "found {}", m.layers, json_brief(*ratios)));
+    return;
+  }
+  for (std::size_t i = 0; i < ratios->size(); ++i) {
+    const Json& v = (*ratios)[i];
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > kMaxModelVocab) {
+      r.source().error(json_pointer_append(pointer, std::to_string(i)),
+                       fmt::format("expected 0 (window only) or a compression ratio such as 4 or 128, found {}", json_brief(v)));
+      a.compress_ratios.push_back(0);
+    } else {
+      a.compress_ratios.push_back(v.get<std::int64_t>());
+    }
+  }
+  fit_compress_ratios(a, m.layers);
+}
+
 void read_attention(ObjectReader& r, ModelSpec& m) {
   AttentionSpec& a = m.attention;
   a.kind = r.choice<AttentionKind>("kind", Need::required,
-                                   {{"mha", AttentionKind::mha}, {"gqa", AttentionKind::gqa}, {"mla", AttentionKind::mla}})
+                                   {{"mha", AttentionKind::mha}, {"gqa", AttentionKind::gqa}, {"mla", AttentionKind::mla},
+                                    {"compressed", AttentionKind::compressed}})
                .value_or(AttentionKind::mha);
   a.heads = r.integer("heads", Need::required, 1, kMaxDim).value_or(1);
   a.qk_norm = r.boolean("qk_norm", Need::optional).value_or(false);
   a.qkv_bias = r.boolean("qkv_bias", Need::optional).value_or(false);
+  if (a.kind == AttentionKind::compressed) {
+    read_compressed_attention(r, m);
+    return;
+  }
   if (a.kind == AttentionKind::mla) {
     a.q_lora_rank = r.integer("q_lora_rank", Need::optional, 0, kMaxDim).value_or(0);
     a.kv_lora_rank = r.integer("kv_lora_rank", Need::required, 1, kMaxDim).value_or(1);
@@ -57,6 +112,7 @@ void read_moe(ObjectReader& r, ModelSpec& m) {
   e.router_bias = r.boolean("router_bias", Need::optional).value_or(false);
   e.shared_expert_gate = r.boolean("shared_expert_gate", Need::optional).value_or(false);
   e.max_nodes = r.integer("routing_max_nodes", Need::optional, 0, kMaxDim).value_or(0);
+  e.hash_layers = r.integer("hash_layers", Need::optional, 0, kMaxLayers).value_or(0);
   if (e.top_k > e.experts)
     r.error("top_k", fmt::format("top_k {} exceeds the {} routed experts", e.top_k, e.experts));
   if (e.first_dense_layers >= m.layers)
@@ -73,6 +129,8 @@ void read_published(ObjectReader& r, ModelSpec& m) {
   };
   read_count("total_params", m.published.total_params, m.published.total_text);
   read_count("activated_params", m.published.activated_params, m.published.activated_text);
+  m.published.activated_without_embedding =
+      r.choice<bool>("activated_counts", Need::optional, {{"all", false}, {"without_embedding", true}}).value_or(false);
   m.published.source = r.string("source", Need::required).value_or("");
 }
 
@@ -99,6 +157,8 @@ std::optional<ModelSpec> read_model_object(const Json& value, const std::string&
   m.dropout = r.boolean("dropout", Need::optional).value_or(false);
   m.tied_embeddings = r.boolean("tied_embeddings", Need::optional).value_or(false);
   m.mtp_depth = r.integer("mtp_depth", Need::optional, 0, 16).value_or(0);
+  m.residual_streams = r.integer("residual_streams", Need::optional, 1, 64).value_or(1);
+  m.sinkhorn_iterations = r.integer("sinkhorn_iterations", Need::optional, 0, 1000).value_or(m.residual_streams > 1 ? 20 : 0);
   if (const Json* a = r.child("attention", Need::required)) {
     ObjectReader ar(*a, r.pointer("attention"), src);
     read_attention(ar, m);

@@ -15,10 +15,14 @@ inline constexpr std::int64_t kMaxModelDim = 1'000'000;  // hidden sizes, heads,
 inline constexpr std::int64_t kMaxModelLayers = 10'000;
 inline constexpr std::int64_t kMaxModelVocab = 100'000'000;
 
+// compress_ratios longer than the layers and the MTP layer (a model cut short: {"base": ..., "layers": 8})
+// keep the first layers' ratios and the last entry, the MTP layer's.
+void fit_compress_ratios(AttentionSpec& a, std::int64_t layers);
+
 std::optional<ModelSpec> read_model(const Json& value, const std::string& pointer, const SourceFile& src);
 // plumb's own model schema (models/presets/*.json).
 std::optional<ModelSpec> read_model_object(const Json& value, const std::string& pointer, const SourceFile& src);
-// A Hugging Face config.json of the Llama, Mistral, Mixtral, Qwen2/3 (MoE) or DeepSeek-V2/V3 family.
+// A Hugging Face config.json of the Llama, Mistral, Mixtral, Qwen2/3 (MoE) or DeepSeek-V2/V3/V4 family.
 std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const SourceFile& from,
                                         const std::string& pointer);
 

@@ -2,11 +2,14 @@
 // A transformer language model's architecture: everything the memory and cost models need.
 #include <cstdint>
 #include <optional>
+#include <compare>
 #include <string>
+#include <vector>
 
 namespace plumb {
 
-enum class AttentionKind { mha, gqa, mla };
+// compressed: DeepSeek-V4's hybrid attention (technical report §2.1; config.json of DeepSeek-V4-Pro/Flash).
+enum class AttentionKind { mha, gqa, mla, compressed };
 enum class MlpKind { gelu, swiglu };
 enum class NormKind { rmsnorm, layernorm };
 enum class PositionKind { rope, learned };
@@ -24,6 +27,22 @@ struct AttentionSpec {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  // DeepSeek-V4's compressed attention: queries through a low rank (q_lora_rank) into `heads` heads of
+  // `head_dim`; one shared KV head of head_dim that is both key and value (RoPE on its last
+  // qk_rope_head_dim); the output through `o_groups` grouped low-rank projections of o_lora_rank; a
+  // learned sink logit per head. Each layer keeps a sliding window of raw KV and, by its entry in
+  // `compress_ratios` (one per layer, then one for the MTP layer), compresses KV: 0 none (window only),
+  // `sparse_ratio` (4: "CSA") overlapping entries that an indexer of index_heads × index_head_dim picks
+  // index_topk of, any other ratio (128: "HCA") entries that every query reads.
+  std::int64_t o_lora_rank = 0;
+  std::int64_t o_groups = 0;
+  std::int64_t index_heads = 0;
+  std::int64_t index_head_dim = 0;
+  std::int64_t index_topk = 0;
+  std::int64_t sliding_window = 0;
+  std::int64_t sparse_ratio = 4;
+  bool attention_sink = false;
+  std::vector<std::int64_t> compress_ratios;
 
   std::int64_t qk_head_dim() const {  // width of one query/key head
     return kind == AttentionKind::mla ? qk_nope_head_dim + qk_rope_head_dim : head_dim;
@@ -50,6 +69,17 @@ struct MoeSpec {
   // Node-limited routing: a token's experts lie on at most this many nodes (DeepSeek-V3 §2.1.2: 4);
   // 0 for unlimited.
   std::int64_t max_nodes = 0;
+  // The first layers route by a fixed token-id → experts table instead of the learned scores' top-k
+  // (DeepSeek-V4 num_hash_layers): no score-correction bias there.
+  std::int64_t hash_layers = 0;
+};
+
+// What makes layers differ in cost, memory and parameters: layers of one kind are costed once.
+struct LayerKind {
+  bool moe = false;
+  std::int64_t compress_ratio = 0;
+  bool hash_routed = false;
+  auto operator<=>(const LayerKind&) const = default;
 };
 
 // What the model's authors published, for comparison (never used to compute anything).
@@ -58,6 +88,8 @@ struct PublishedCounts {
   std::string total_text;  // as printed ("671B"): its precision sets the comparison tolerance
   std::optional<double> activated_params;
   std::string activated_text;
+  // The activated figure leaves out the embedding lookup (a table read, not a matmul) but counts the head.
+  bool activated_without_embedding = false;
   std::string source;
 };
 
@@ -77,12 +109,26 @@ struct ModelSpec {
   MlpSpec mlp;
   std::optional<MoeSpec> moe;
   std::int64_t mtp_depth = 0;
+  // mHC (DeepSeek-V4 §2.2, config hc_mult): the residual is this many streams of `hidden`, mixed around
+  // every attention and MLP block by a small matmul and a Sinkhorn normalisation; 1 is a plain residual.
+  std::int64_t residual_streams = 1;
+  std::int64_t sinkhorn_iterations = 0;
   PublishedCounts published;
   std::string source;
 
+  // Layer `layers` is the multi-token-prediction module's block (DeepSeek-V3 §2.2: a layer like the
+  // last; in V4 its own entry of compress_ratios).
+  std::int64_t mtp_layer() const { return layers; }
   bool is_moe_layer(std::int64_t layer) const {
     return moe && layer >= moe->first_dense_layers;
   }
+  std::int64_t compress_ratio(std::int64_t layer) const {
+    const auto& r = attention.compress_ratios;
+    if (attention.kind != AttentionKind::compressed || layer < 0 || layer >= static_cast<std::int64_t>(r.size())) return 0;
+    return r[static_cast<std::size_t>(layer)];
+  }
+  bool hash_routed(std::int64_t layer) const { return moe && layer < layers && layer < moe->hash_layers; }
+  LayerKind layer_kind(std::int64_t layer) const { return {is_moe_layer(layer), compress_ratio(layer), hash_routed(layer)}; }
   std::int64_t moe_layer_count() const { return moe ? layers - moe->first_dense_layers : 0; }
 };
 

@@ -11,7 +11,7 @@
 namespace plumb {
 
 // Where a parameter tensor belongs in the layer's accounting.
-enum class ParamPart { attention, mlp, norm, router, expert };
+enum class ParamPart { attention, mlp, norm, router, expert, mixing };  // mixing: mHC's residual-stream weights
 // How tensor parallelism splits a tensor: not at all (held whole by every TP rank), along its output
 // rows (column-parallel) or along its input columns (row-parallel).
 enum class TpSplit { none, rows, cols };
@@ -32,7 +32,7 @@ struct ParamTensor {
 
 // Every tensor of layer `layer`; a routed expert's tensors appear once (part `expert`), and
 // `layer_params(m, layer).routed_experts` says how many experts hold them.
-std::vector<ParamTensor> layer_tensors(const ModelSpec& m, std::int64_t layer);
+std::vector<ParamTensor> layer_param_tensors(const ModelSpec& m, std::int64_t layer);
 
 // One transformer layer. "sharded" parts are split across tensor-parallel ranks;
 // "replicated" parts are held whole by every TP rank (norms, routers, row-parallel output biases,
@@ -44,6 +44,7 @@ struct LayerParams {
   double mlp_replicated = 0;
   double norms = 0;
   double router = 0;
+  double mixing = 0;  // mHC: the residual streams' mixing weights, held whole by every TP rank
   double expert = 0;  // one routed expert (split over expert-tensor-parallel ranks)
   std::int64_t routed_experts = 0;
 
@@ -55,7 +56,7 @@ struct ParamCounts {
   double embedding = 0;        // token embedding V·h
   double position = 0;         // learned position embedding (0 with RoPE)
   double head = 0;             // LM head V·h (0 when tied)
-  double final_norm = 0;
+  double final_norm = 0;       // with mHC, also the head's mixing of the residual streams
   double layers = 0;           // all transformer layers
   double routed_experts = 0;   // part of `layers` held in routed experts
   double mtp = 0;              // multi-token prediction modules (not in `total`, as DeepSeek counts)
@@ -67,6 +68,8 @@ LayerParams layer_params(const ModelSpec& m, std::int64_t layer);
 // One MTP module beyond its transformer layer: two input norms, the 2h→h projection, final norm
 // (DeepSeek-V3 report §2.2; embedding and head are shared with the main model).
 double mtp_module_extra_params(const ModelSpec& m);
+// mHC's mixing of the residual streams into the one the final norm and head read (0 without mHC).
+double head_mixing_params(const ModelSpec& m);
 ParamCounts count_params(const ModelSpec& m);
 
 }  // namespace plumb

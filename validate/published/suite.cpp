@@ -41,14 +41,17 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
   b.exposed = busiest->exposed;
   b.bubble = busiest->idle;
   const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
-  // Every dense layer is alike and so is every MoE layer (as step_costs prices them): one of each,
-  // weighted by how many the model has.
+  // Layers of one kind are alike (as step_costs prices them): one of each, weighted by how many the
+  // model has.
   std::array<double, 3> by_class{};
   double total = 0, kernels = 0;
-  const std::int64_t moe_layers = job.model.moe ? job.model.layers - job.model.moe->first_dense_layers : 0;
-  const std::pair<std::int64_t, double> kinds[] = {{0, static_cast<double>(job.model.layers - moe_layers)},
-                                                   {job.model.layers - 1, static_cast<double>(moe_layers)}};
-  for (const auto& [layer, count] : kinds) {
+  std::map<LayerKind, std::pair<std::int64_t, double>> kinds;  // kind → (first layer, count)
+  for (std::int64_t l = 0; l < job.model.layers; ++l) {
+    auto [it, fresh] = kinds.try_emplace(job.model.layer_kind(l), l, 0.0);
+    it->second.second += 1.0;
+  }
+  for (const auto& [kind, layer_count] : kinds) {
+    const auto& [layer, count] = layer_count;
     if (count <= 0) continue;
     for (const LayerOp& op : layer_ops(job.model, layer, ctx))
       for (int pass = 0; pass < 3; ++pass) {

@@ -1,0 +1,38 @@
+#pragma once
+// DeepSeek-V4's compressed attention and mHC residual streams as ops (technical report §2.1–2.2; shapes
+// from the reference inference/model.py, ../shared/reference/deepseek-v4.md). Each query reads a sliding
+// window of raw KV plus compressed KV entries: every entry of a heavily compressed layer (HCA, ratio
+// 128), the indexer's top-k of a sparse layer's (CSA, ratio 4), none in a window-only layer.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/costs/layer_op.hpp"
+#include "models/spec/model_spec.hpp"
+
+namespace plumb {
+
+// Keys one query reads over a sequence of `seq`: in full (the model-FLOPs convention, as for dense
+// attention: no causal discount), or, `causal`, the mean over the sequence's positions that a causal
+// kernel executes — the window fills over its first `window` positions, compressed entries appear one
+// per `ratio` tokens, and top-k caps them once ratio·k tokens have passed. Continuous approximations
+// (floors dropped).
+struct CompressedKeys {
+  double window = 0;      // raw KV entries
+  double compressed = 0;  // compressed entries attended
+  double scored = 0;      // compressed entries the indexer scores (CSA)
+  double total() const { return window + compressed; }
+};
+CompressedKeys compressed_keys(const ModelSpec& m, std::int64_t layer, double seq, bool causal);
+
+// The attention block of a compressed-attention layer, from the query down-projection to the output
+// projection (the norm before and the residual after are the caller's).
+void add_compressed_attention_ops(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c);
+
+// mHC around a block over `rows` tokens: before it, the mixing values (a [n·h → (2+n)·n] matmul) and the
+// Sinkhorn-normalised pre-mix of the n streams into the block's input; after it, the post-mix writing
+// the n streams back. With one stream, the plain residual add.
+void add_stream_mix_in(std::vector<LayerOp>& ops, const ModelSpec& m, double rows, const std::string& block);
+void add_stream_mix_out(std::vector<LayerOp>& ops, const ModelSpec& m, double rows, const std::string& block);
+
+}  // namespace plumb

@@ -1,0 +1,96 @@
+#pragma once
+// One op of a layer with its FLOPs and bytes per pass, where it runs (the context of a rank's
+// micro-batch), and the shapes its GEMMs and attention kernels take.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace plumb {
+
+enum class OpClass { gemm, attention, memory };
+
+// Communication a layer needs next to an op, as seen in the forward pass (the backward pass runs the
+// layer in reverse, so what comes after an op in forward comes before it in backward).
+// tp_enter: the input of a column-parallel GEMM — forward all-gather under sequence parallelism;
+// backward all-reduce (reduce-scatter with SP) of its input gradient. tp_exit: the output of a
+// row-parallel GEMM — forward all-reduce (reduce-scatter with SP); backward all-gather with SP
+// (Narayanan et al. §2.3 f/g operators; Korthikanti et al. §4.2.2). ep_dispatch / ep_combine: the MoE
+// all-to-alls, in both passes.
+enum class CommPoint : std::uint8_t { none, tp_enter, tp_exit, ep_dispatch, ep_combine };
+
+struct LayerOp {
+  std::string name;
+  OpClass cls = OpClass::gemm;
+  std::array<double, 3> flops{};  // forward, input gradient, weight gradient
+  std::array<double, 3> bytes{};  // HBM traffic of each pass
+  CommPoint before = CommPoint::none, after = CommPoint::none;  // in forward order
+  // GEMMs: `rows` tokens from `in` to `out` features. Forward is rows×in by in×out; the input
+  // gradient rows×out by out×in; the weight gradient in×rows by rows×out.
+  double rows = 0, in = 0, out = 0;
+  // Kept in 16-bit under fp8 training: DeepSeek-V3 §3.3.1 keeps the output head and the MoE gating
+  // (with embedding, normalization and attention, which are not GEMMs here) in BF16 or FP32.
+  bool high_precision = false;
+  // fp8 input quantization (see OpContext::fp8_quantization): `shares_input` when an earlier GEMM of
+  // the layer reads the same activation (its fp8 copy serves both); `quantize_rows` when the input is
+  // quantized before it is replicated (MoE: once per token before dispatch, not per expert copy).
+  bool shares_input = false;
+  double quantize_rows = -1;  // < 0: `rows`
+  // Independent GEMMs the rows split into: a rank's routed experts run as one grouped GEMM, each
+  // expert over its own rows (rows / groups of them).
+  double groups = 1;
+  // Work the backward kernel redoes that is not in the model's FLOPs: a flash attention backward
+  // recomputes the scores QKᵀ from Q and K (it never stored them), so it does 2·(3·d_qk + 2·d_v) per
+  // score against the forward's 2·(d_qk + d_v) — the 2.5× FlashAttention's benchmarks count at equal
+  // head dimensions (flash-attention benchmarks/benchmark_flash_attention.py, flops(): bwd = 2.5 × fwd).
+  double backward_recompute_flops = 0;
+  // What a pass's kernels execute: its FLOPs, and in the input gradient what that backward recomputes.
+  double executed_flops(int pass) const {
+    return flops[static_cast<std::size_t>(pass)] + (pass == 1 ? backward_recompute_flops : 0.0);
+  }
+};
+
+// The (M, N, K) of each of a GEMM op's `groups` GEMMs in a pass (0 forward, 1 input gradient, 2 weight
+// gradient): C[M×N] = A[M×K]·B[K×N]. A group's rows are M in the forward and input gradient, K in the
+// weight gradient.
+struct GemmShape {
+  double m = 0, n = 0, k = 0, groups = 1;
+};
+GemmShape gemm_shape(const LayerOp& op, int pass);
+
+// Where the ops run: `tokens` on this rank for this layer (micro-batch × sequence / cp), attention
+// over sequences of `seq` (keys per query), sharded by TP (and SP for elementwise ops) and experts by
+// EP/ETP, with `element_bytes` per activation element.
+struct OpContext {
+  double tokens = 1;
+  double seq = 1;
+  std::int64_t tp = 1, ep = 1, etp = 1, cp = 1;
+  bool sequence_parallel = false;
+  double element_bytes = 2;
+  bool causal_discount = false;  // executed FLOPs of a causal flash kernel: half the score matrix
+  // Attention as Megatron-LM ran it at SC'21: scores materialised by batched GEMMs, then softmax and
+  // dropout as separate memory-bound kernels over the full score matrix (no causal saving).
+  bool unfused_attention = false;
+  // fp8 GEMMs with their own quantization kernels (DeepSeek-V3 §3.5.2): each fp8 GEMM's input is read
+  // in bf16 and written in fp8 before the forward, its output gradient likewise before the input
+  // gradient, and both are read, transposed and re-quantized for the weight gradient.
+  bool fp8_quantization = false;
+  // Bytes per weight of a separate gradient-accumulation add after each weight-gradient GEMM (see
+  // TrainingSpec::fused_grad_accumulation); 0 when the GEMM accumulates in its epilogue.
+  double grad_accumulation_bytes = 0;
+};
+
+// The routed experts' ops (their names start "experts: "): their time scales with the expert load.
+inline constexpr std::string_view kExpertPrefix = "experts: ";
+inline bool expert_op(const LayerOp& op) { return op.name.rfind(kExpertPrefix, 0) == 0; }
+
+// A fused (flash) attention kernel's work on `query_rows` query rows (tokens × heads), each against
+// `keys` keys: the forward's 2·rows·keys·(d_qk + d_v), halved when causal (the masked half skipped);
+// the input-gradient pass twice that, and it recomputes QKᵀ (the d_qk share of the forward) besides.
+struct FlashAttentionFlops {
+  double forward = 0, backward = 0, backward_recompute = 0;
+  double backward_executed() const { return backward + backward_recompute; }
+};
+FlashAttentionFlops flash_attention_flops(double query_rows, double keys, double d_qk, double d_v, bool causal);
+
+}  // namespace plumb
