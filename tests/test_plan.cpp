@@ -23,7 +23,8 @@ std::vector<std::uint64_t> order(const PlanOutcome& o) {
 // DeepSeek-V3 with a space small enough for the debug and sanitizer builds, holding the published layout.
 const std::vector<std::string> kDeepSeekSpace{
     "plan.pp=[8, 16]", "plan.ep=[8, 16, 64]", "plan.tp=[1, 2]", "plan.schedule=[\"1f1b\", \"dualpipe\", \"dualpipev\"]",
-    "plan.zero=[1]", "plan.micro_batch=[1]", "plan.recompute=[[\"norm\", \"mla_up_proj\", \"activation\"]]", "plan.top=6"};
+    "plan.zero=[1]", "plan.micro_batch=[1]", "plan.recompute=[[\"norm\", \"mla_up_proj\", \"activation\"]]", "plan.top=6",
+    "plan.moe_execution=[\"separate\"]"};
 
 }  // namespace
 
@@ -185,4 +186,26 @@ TEST_CASE("a bad plan section names the key and the fix") {
 TEST_CASE("a range of GPU counts doubles from its start to its end") {
   PlanSpace s = read_plan_space(scenario("deepseek-v3-2048xh800.json", {"plan.gpus={\"from\": 512, \"to\": 4096}"}));
   CHECK(s.gpus == std::vector<std::int64_t>{512, 1024, 2048, 4096});
+}
+
+TEST_CASE("on DeepSeek-V4-Pro the planner names the faster of DualPipe-style overlap and fine-grained EP, with the margin") {
+  Job base = scenario("deepseek-v4-pro-2048xb200-dualpipe.json",
+                      {"plan.pp=[16]", "plan.ep=[8, 32, 64]", "plan.schedule=[\"1f1b\", \"dualpipe\", \"dualpipev\"]", "plan.top=18"});
+  PlanSpace space = read_plan_space(base);
+  CHECK(space.moe_execution.size() == 2);  // an MoE model searches both by default
+  PlanOutcome o = run_plan(base, space, PlanOptions{});
+  const PlanResult *waves = nullptr, *separate = nullptr;
+  for (const PlanResult& r : o.ranked) {
+    if (r.moe_waves && !waves) waves = &r;
+    if (!r.moe_waves && !separate) separate = &r;
+  }
+  REQUIRE(waves);
+  REQUIRE(separate);
+  // Fused waves keep the EP group inside one NVLink node.
+  CHECK(waves->layout.find("EP8 ") != std::string::npos);
+  const std::string table = plan_table(base, space, o, 5);
+  const bool waves_win = waves->step_time < separate->step_time;
+  CHECK(table.find(waves_win ? "fine-grained EP faster by" : "separate kernels faster by") != std::string::npos);
+  // Rejected waves layouts say why: EP beyond a node.
+  CHECK(o.rejected.count({RejectionKind::invalid_layout, "/parallel/moe_execution"}) == 1);
 }

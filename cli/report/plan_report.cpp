@@ -18,6 +18,7 @@ Json result_json(const PlanResult& r) {
   for (std::size_t i = 0; i < kCommKinds; ++i) exposed[std::string(comm_kind_name(static_cast<CommKind>(i)))] = r.exposed[i];
   return {{"index", r.index},
           {"layout", r.layout},
+          {"moe_execution", r.moe_waves ? "waves" : "separate"},
           {"gpus", r.gpus},
           {"gpu", r.gpu},
           {"fabric", r.fabric},
@@ -43,6 +44,7 @@ PlanResult result_from(const Json& j) {
   PlanResult r;
   r.index = j.at("index").get<std::uint64_t>();
   r.layout = j.at("layout").get<std::string>();
+  r.moe_waves = j.value("moe_execution", std::string("separate")) == "waves";
   r.gpus = j.at("gpus").get<std::int64_t>();
   r.gpu = j.at("gpu").get<std::string>();
   r.fabric = j.at("fabric").get<std::string>();
@@ -78,6 +80,30 @@ std::optional<std::size_t> scenario_rank(const Job& base, const PlanOutcome& o) 
   }
   return std::nullopt;
 }
+
+namespace {
+
+// Where both MoE executions ranked: the best of each and which wins by how much (DualPipe-style
+// overlap by the schedule, or DeepSeek-V4's fine-grained expert parallelism inside the MoE kernel).
+std::string moe_execution_verdict(const PlanOutcome& o) {
+  const PlanResult *waves = nullptr, *separate = nullptr;
+  std::size_t waves_rank = 0, separate_rank = 0;
+  for (std::size_t i = 0; i < o.ranked.size(); ++i) {
+    const PlanResult& r = o.ranked[i];
+    if (r.moe_waves && !waves) waves = &r, waves_rank = i + 1;
+    if (!r.moe_waves && !separate) separate = &r, separate_rank = i + 1;
+  }
+  if (!waves || !separate) return "";
+  const bool waves_win = waves->step_time < separate->step_time;
+  const PlanResult& win = waves_win ? *waves : *separate;
+  const PlanResult& lose = waves_win ? *separate : *waves;
+  return fmt::format("\nMoE execution: fine-grained EP (fused waves) at best #{} ({}, {:.3f} s a step); separate kernels at best #{} "
+                     "({}, {:.3f} s): {} faster by {:.1f}%\n",
+                     waves_rank, waves->layout, waves->step_time, separate_rank, separate->layout, separate->step_time,
+                     waves_win ? "fine-grained EP" : "separate kernels", 100 * (lose.step_time / win.step_time - 1));
+}
+
+}  // namespace
 
 std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcome& o, std::size_t rows) {
   std::string out = fmt::format("{} — {} layouts searched in {:.2f} s ({:.0f} per second): {} feasible, {} rejected\n", base.name,
@@ -118,7 +144,7 @@ std::string plan_table(const Job& base, const PlanSpace& space, const PlanOutcom
     }
   } else
     out += fmt::format("\nthe scenario's own layout ({}) is not among the feasible layouts of this space\n", describe_layout(base.layout));
-  return out;
+  return out + moe_execution_verdict(o);
 }
 
 std::string plan_csv(const PlanOutcome& o) {

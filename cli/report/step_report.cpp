@@ -110,6 +110,13 @@ Json step_report_json(const Job& job, const StepReport& r) {
           {"moe_imbalance", r.moe_imbalance},
           {"stages", stages},
           {"memory", {{"peak_bytes", r.peak_bytes}, {"capacity_bytes", r.capacity_bytes}, {"fits", r.fits}}},
+          {"moe_waves", r.moe_waves ? Json{{"waves", r.moe_waves->plan.waves}, {"experts_per_wave", r.moe_waves->plan.experts_per_wave},
+                                           {"forward_s", r.moe_waves->forward.total()}, {"separate_forward_s", r.moe_waves->separate_forward},
+                                           {"dispatch_s", r.moe_waves->forward.dispatch}, {"compute_s", r.moe_waves->forward.compute},
+                                           {"combine_s", r.moe_waves->forward.combine}, {"comm_bound", r.moe_waves->forward.comm_bound()},
+                                           {"flop_per_byte", r.moe_waves->flop_per_byte},
+                                           {"flop_per_byte_bound", r.moe_waves->flop_per_byte_bound}}
+                                    : Json(nullptr)},
           {"optimizer",
            {{"kind", optimizer_name(r.optimizer.kind)}, {"newton_schulz_s", r.optimizer.newton_schulz},
             {"padding_bytes", r.optimizer.padding_bytes},
@@ -146,6 +153,17 @@ std::string step_report_table(const Job& job, const StepReport& r) {
     out += fmt::format("{} {:.1f} ms  ", comm_kind_name(static_cast<CommKind>(i)), r.exposed[i] * 1e3);
   out += "(per step, mean over stages)\n";
   if (job.model.moe) out += fmt::format("MoE load           busiest EP rank at {:.3f}× the mean\n", r.moe_imbalance);
+  if (const auto& w = r.moe_waves) {
+    const WavePipeline& f = w->forward;
+    out += fmt::format("MoE waves          {} waves of {} experts a rank; one layer's forward {:.1f} us fused vs {:.1f} us as separate "
+                       "kernels ({:.2f}×): dispatch {:.1f}, experts {:.1f}, combine {:.1f} us in all\n",
+                       w->plan.waves, w->plan.experts_per_wave, f.total() * 1e6, w->separate_forward * 1e6,
+                       w->separate_forward / f.total(), f.dispatch * 1e6, f.compute * 1e6, f.combine * 1e6);
+    if (f.comm_bound())
+      out += fmt::format("                   communication NOT hidden: a wave's NVLink traffic outlasts its GEMMs (the GPU asks "
+                         "{:.0f} FLOP per NVLink byte; overlap holds below 2 × expert width = {:.0f})\n",
+                         w->flop_per_byte, w->flop_per_byte_bound);
+  }
   out += fmt::format("memory             peak {} of {} — {}\n", format_bytes(r.peak_bytes), format_bytes(r.capacity_bytes),
                      r.fits ? "fits" : "DOES NOT FIT");
   if (const OptimizerSummary& o = r.optimizer; o.kind == OptimizerKind::muon) {

@@ -36,6 +36,23 @@ CompressedKeys compressed_keys(const ModelSpec& m, std::int64_t layer, double se
   return k;
 }
 
+CpExchange compressed_cp_exchange(const ModelSpec& m, std::int64_t layer, double tokens, double sequences, std::int64_t cp) {
+  CpExchange x;
+  if (cp <= 1) return x;
+  const AttentionSpec& a = m.attention;
+  const double c = static_cast<double>(a.head_dim), bytes = 2.0;
+  const std::int64_t ratio = m.compress_ratio(layer);
+  const bool sparse = ratio > 0 && ratio == a.sparse_ratio;
+  const double index_dim = static_cast<double>(a.index_head_dim);
+  double boundary = static_cast<double>(a.sliding_window) * c;  // raw KV entries per sequence
+  if (sparse)  // the overlapping block before the chunk: entry and gate projections, 2·2c and 2·2·index_dim wide
+    boundary += static_cast<double>(ratio) * (4 * c + 4 * index_dim);
+  x.boundary_bytes = sequences * boundary * bytes;
+  if (ratio > 0)
+    x.gather_bytes = static_cast<double>(cp) * tokens / static_cast<double>(ratio) * (c + (sparse ? index_dim : 0.0)) * bytes;
+  return x;
+}
+
 void add_compressed_attention_ops(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   const AttentionSpec& a = m.attention;
   const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
@@ -91,6 +108,9 @@ void add_compressed_attention_ops(std::vector<LayerOp>& ops, const ModelSpec& m,
   const double io = T * heads * 4 * width * e;  // q, out, and their gradients' share; K/V are one head
   ops.push_back({"core attention (window + compressed)", OpClass::attention, {f.forward, f.backward, 0}, {io, 2 * io, 0}});
   ops.back().backward_recompute_flops = f.backward_recompute;
+  const CpExchange cp = compressed_cp_exchange(m, layer, T, T * static_cast<double>(c.cp) / c.seq, c.cp);
+  ops.back().cp_boundary_bytes = cp.boundary_bytes;
+  ops.back().cp_gather_bytes = cp.gather_bytes;
   // Grouped low-rank output: each of the rank's o_groups/tp groups maps its heads to o_lora_rank, then
   // one projection back to the hidden size.
   const double groups = static_cast<double>(a.o_groups) / tp, o_lora = static_cast<double>(a.o_lora_rank);

@@ -25,6 +25,18 @@ struct CompressedKeys {
 };
 CompressedKeys compressed_keys(const ModelSpec& m, std::int64_t layer, double seq, bool causal);
 
+// Context parallelism for compressed attention, in two stages (DeepSeek-V4 report §3; the reference's
+// "Training recipe"): each rank passes the next one the entries its first tokens need from before its
+// chunk — the sliding window's raw KV and, in a sparse layer, the previous block's compressor inputs
+// (its own and the indexer's) — then the compressed KV (and in a sparse layer the indexer's compressed
+// keys) is all-gathered. Bytes for one micro-batch of `sequences` sequences whose `tokens` are this
+// rank's chunk, in 16-bit: what the rank sends to its neighbour, and the all-gather's whole output.
+struct CpExchange {
+  double boundary_bytes = 0;
+  double gather_bytes = 0;
+};
+CpExchange compressed_cp_exchange(const ModelSpec& m, std::int64_t layer, double tokens, double sequences, std::int64_t cp);
+
 // The attention block of a compressed-attention layer, from the query down-projection to the output
 // projection (the norm before and the residual after are the caller's).
 void add_compressed_attention_ops(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c);

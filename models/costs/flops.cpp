@@ -81,6 +81,17 @@ namespace {
 
 void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c);
 
+// A rank's routed experts as one grouped GEMM: each expert over its own rows, and the weights of every
+// expert that receives a token read (at most one per row: a decode-sized batch touches few of them), at
+// the experts' weight bytes.
+void group_expert_gemm(LayerOp& op, double experts, const OpContext& c) {
+  // Experts with no token run no GEMM (grouped kernels skip empty groups).
+  op.groups = std::min(experts, std::max(1.0, op.rows));
+  const double weights = op.groups * op.in * op.out * c.expert_weight_bytes(c.element_bytes);
+  const double traffic = (op.rows * op.in + op.rows * op.out) * c.element_bytes + weights;
+  op.bytes = {traffic, traffic, traffic};
+}
+
 std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   const double h = static_cast<double>(m.hidden), e = c.element_bytes, T = c.tokens;
   const double tp = static_cast<double>(c.tp), sp = c.sequence_parallel ? tp : 1.0;
@@ -150,14 +161,14 @@ void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t 
   ops.push_back(gemm("router", T / sp, h, static_cast<double>(moe.experts), kElementwiseBytes));
   ops.back().high_precision = true;
   ops.push_back(elementwise("permute (dispatch)", T / sp * k, h, h, kElementwiseBytes, 2 * h));  // a gather back
-  if (c.ep > 1) ops.back().after = CommPoint::ep_dispatch;
+  if (c.ep > 1 && !c.moe_waves) ops.back().after = CommPoint::ep_dispatch;
   // Balanced routing: each EP rank receives as many token copies as it sends, T·k of them.
   add_mlp(ops, m, MlpKind::swiglu, T / sp * k, static_cast<double>(moe.expert_ffn_hidden), static_cast<double>(c.etp), e,
           std::string(kExpertPrefix), CommPoint::none);
   ops[ops.size() - 3].quantize_rows = T / sp;  // DeepSeek-V3 §3.3.3: quantized to fp8, then dispatched
   const double local_experts = std::max(1.0, static_cast<double>(moe.experts) / static_cast<double>(c.ep));
-  ops[ops.size() - 3].groups = ops.back().groups = local_experts;
-  if (c.ep > 1) ops.back().after = CommPoint::ep_combine;
+  for (LayerOp* op : {&ops[ops.size() - 3], &ops.back()}) group_expert_gemm(*op, local_experts, c);
+  if (c.ep > 1 && !c.moe_waves) ops.back().after = CommPoint::ep_combine;
   if (moe.shared_experts > 0)
     add_mlp(ops, m, MlpKind::swiglu, T, static_cast<double>(moe.shared_experts * moe.shared_expert_ffn_hidden), tp, e,
             "shared expert: ", tp_region);
@@ -171,6 +182,20 @@ void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);
   add_kernels_around_gemms(ops, c);
+  if (c.moe_waves && m.is_moe_layer(layer))
+    for (LayerOp& op : ops) {
+      // The routed experts' kernels and the token shuffles around them, in one fused kernel
+      // (moe_waves.hpp). Tokens land in expert order by TMA, and the SwiGLU with the down projection's fp8
+      // cast run in the first GEMM's epilogue (DeepGEMM sm100_fp8_fp4_mega_moe.cuh): no HBM pass of
+      // their own.
+      op.fused_moe = expert_op(op) || op.name == "permute (dispatch)" || op.name == "unpermute (combine)";
+      const bool absorbed = op.fused_moe && op.cls == OpClass::memory && op.name != std::string(kExpertPrefix) + "fp8 quantize (gate+up projection input)";
+      if (absorbed) {
+        op.name += " (in the fused kernel)";
+        op.flops = {0, 0, 0};
+        op.bytes = {0, 0, 0};
+      }
+    }
   return ops;
 }
 

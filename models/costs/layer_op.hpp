@@ -44,6 +44,13 @@ struct LayerOp {
   // score against the forward's 2·(d_qk + d_v) — the 2.5× FlashAttention's benchmarks count at equal
   // head dimensions (flash-attention benchmarks/benchmark_flash_attention.py, flops(): bwd = 2.5 × fwd).
   double backward_recompute_flops = 0;
+  // Context parallelism of DeepSeek-V4's compressed attention (models/costs/compressed_attention.hpp):
+  // instead of passing KV around a ring, each rank sends the next one its last raw entries
+  // (`cp_boundary_bytes`) and all-gather the compressed ones (`cp_gather_bytes`, the gathered total).
+  double cp_boundary_bytes = 0, cp_gather_bytes = 0;
+  // Part of a fused MoE kernel (MoeExecution::waves): priced as one wave pipeline with its dispatch and
+  // combine, not op by op (models/costs/moe_waves.hpp).
+  bool fused_moe = false;
   // What a pass's kernels execute: its FLOPs, and in the input gradient what that backward recomputes.
   double executed_flops(int pass) const {
     return flops[static_cast<std::size_t>(pass)] + (pass == 1 ? backward_recompute_flops : 0.0);
@@ -78,6 +85,13 @@ struct OpContext {
   // Bytes per weight of a separate gradient-accumulation add after each weight-gradient GEMM (see
   // TrainingSpec::fused_grad_accumulation); 0 when the GEMM accumulates in its epilogue.
   double grad_accumulation_bytes = 0;
+  // MoE layers run as DeepSeek-V4's fused wave kernel (ParallelLayout::moe_execution).
+  bool moe_waves = false;
+  // Bytes per routed-expert weight when they are kept narrower than the GEMMs' inputs (FP4 experts:
+  // DeepSeek-V4's quantization-aware training and inference, DeepGEMM's FP8×FP4 kernels); 0: as
+  // `element_bytes`.
+  double expert_weights = 0;
+  double expert_weight_bytes(double fallback) const { return expert_weights > 0 ? expert_weights : fallback; }
 };
 
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.

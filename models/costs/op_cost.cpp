@@ -36,6 +36,8 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.ep = layout.ep;
   c.etp = layout.etp;
   c.cp = layout.cp;
+  c.moe_waves = layout.moe_execution == MoeExecution::waves;
+  c.expert_weights = training.expert_weight_bytes;
   c.sequence_parallel = layout.sequence_parallel;
   c.element_bytes = training.fp8_gemm_inputs ? 1.0 : 2.0;
   c.causal_discount = true;  // flash kernels skip the masked half

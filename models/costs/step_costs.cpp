@@ -237,6 +237,7 @@ class StageCoster {
       a2a_bf16_ = job.layout.ep > 1 ? moe_dispatch_cost(d, groups_.ep, groups_.links).seconds * imbalance_ : 0;
       expert_load_ = expert_load.value_or(imbalance_);
     }
+    if (m.moe && job.layout.moe_execution == MoeExecution::waves) plan_waves(sp);
     if (job.layout.cp > 1) {
       // Ring attention: each step passes the local keys and values to the next CP rank, cp−1 steps,
       // beside the attention of the block in hand; backward sends their gradients around as well.
@@ -249,6 +250,28 @@ class StageCoster {
   }
 
   double imbalance() const { return imbalance_; }
+  // One MoE layer's forward as fused waves, beside the separate kernels (nullopt unless waves).
+  // `separate`: the same layer's ops as separate kernels, whose routed-expert ops run between an FP8
+  // dispatch and a BF16 combine all-to-all (priced as the separate mode prices them).
+  std::optional<MoeWavesCost> waves_of(const std::vector<LayerOp>& ops, const std::vector<LayerOp>& separate) const {
+    if (!waves_) return std::nullopt;
+    double fused = 0, unfused = 0;
+    for (const LayerOp& op : ops)
+      if (op.fused_moe) fused += seconds(op, 0);
+    for (const LayerOp& op : separate)
+      if (expert_op(op) || op.name == "permute (dispatch)" || op.name == "unpermute (combine)") unfused += seconds(op, 0);
+    MoeWavesCost c = *waves_;
+    c.forward = wave_pass(fused, true);
+    c.separate_forward = a2a_dispatch_ + unfused + a2a_bf16_;
+    return c;
+  }
+
+  // The wave pipeline of one MoE layer's pass, given the fused ops' compute `seconds` on this rank.
+  WavePipeline wave_pass(double seconds, bool forward) const {
+    WavePipeline p = forward ? wave_forward_ : wave_backward_;
+    p.compute = seconds;
+    return p;
+  }
   std::array<bool, kCommKinds> network() const {
     std::array<bool, kCommKinds> n{};
     n[static_cast<std::size_t>(CommKind::tp)] = groups_.tp.nodes > 1;
@@ -267,11 +290,38 @@ class StageCoster {
 
   LayerPasses passes(const std::vector<LayerOp>& ops, bool transformer_layer) const {
     LayerPasses lp;
-    for (const LayerOp& op : ops) {
+    // A fused MoE kernel's ops: their compute is summed and the wave pipeline placed where the kernel
+    // ends (the last of them in forward, the first in backward).
+    std::size_t first_fused = ops.size(), last_fused = ops.size();
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].fused_moe) {
+        if (first_fused == ops.size()) first_fused = i;
+        last_fused = i;
+      }
+    double fused = 0;
+    auto add_waves = [&](Pass& pass, bool forward) {
+      const WavePipeline w = wave_pass(fused, forward);
+      pass.add_compute(w.compute);
+      pass.add_comm(w.total() - w.compute, CommKind::ep);  // what the pipeline leaves exposed
+      fused = 0;
+    };
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const LayerOp& op = ops[i];
+      if (op.fused_moe) {
+        fused += seconds(op, 0);
+        if (i == last_fused) add_waves(lp.forward, true);
+        continue;
+      }
       lp.forward.add_comm(tp_or_ep(op.before, true), kind_of(op.before));
       double f = seconds(op, 0);
-      if (op.cls == OpClass::attention) lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp);
-      else lp.forward.add_compute(f);
+      if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
+        lp.forward.add_comm(compressed_cp_seconds(op, CollectiveOp::all_gather), CommKind::cp);
+        lp.forward.add_compute(f);
+      } else if (ring_cp(op)) {
+        lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp);
+      } else {
+        lp.forward.add_compute(f);
+      }
       lp.forward.add_comm(tp_or_ep(op.after, true), kind_of(op.after));
     }
     // Backward: recomputation first (Megatron-LM recomputes a layer's forward right before its
@@ -288,10 +338,21 @@ class StageCoster {
       p->append(recompute);
       for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
         const LayerOp& op = *it;
-        p->add_comm(tp_or_ep(op.after, false), kind_of(op.after));
         double dx = seconds(op, 1) + (p == &lp.backward ? seconds(op, 2) : 0.0);
-        if (op.cls == OpClass::attention) p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp);
-        else p->add_compute(dx);
+        if (op.fused_moe) {
+          fused += dx;
+          if (static_cast<std::size_t>(ops.rend() - it) - 1 == first_fused) add_waves(*p, false);
+          continue;
+        }
+        p->add_comm(tp_or_ep(op.after, false), kind_of(op.after));
+        if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
+          p->add_compute(dx);
+          p->add_comm(compressed_cp_seconds(op, CollectiveOp::reduce_scatter), CommKind::cp);
+        } else if (ring_cp(op)) {
+          p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp);
+        } else {
+          p->add_compute(dx);
+        }
         p->add_comm(tp_or_ep(op.before, false), kind_of(op.before));
       }
     }
@@ -333,6 +394,16 @@ class StageCoster {
     double t = op_time(op, pass, job_.cluster.gpu, job_.training).seconds;
     return expert_op(op) ? t * expert_load_ : t;
   }
+  // Ring attention's KV passes beside dense attention; compressed attention exchanges its own way.
+  bool ring_cp(const LayerOp& op) const {
+    return op.cls == OpClass::attention && job_.model.attention.kind != AttentionKind::compressed;
+  }
+  bool compressed_cp(const LayerOp& op) const { return job_.layout.cp > 1 && (op.cp_boundary_bytes > 0 || op.cp_gather_bytes > 0); }
+  double compressed_cp_seconds(const LayerOp& op, CollectiveOp gather) const {
+    GroupPlacement pair{2, groups_.cp.nodes > 1 ? 2 : 1};
+    return collective_seconds(CollectiveOp::send_recv, op.cp_boundary_bytes, pair, groups_.links) +
+           (op.cp_gather_bytes > 0 ? collective_seconds(gather, op.cp_gather_bytes, groups_.cp, groups_.links) : 0.0);
+  }
   GroupPlacement mirrored(GroupPlacement g) const {
     return schedule_family(job_.layout.schedule).layout == StageLayout::mirrored ? even_group(g.gpus * 2, g.nodes * 2) : g;
   }
@@ -365,6 +436,39 @@ class StageCoster {
   double imbalance_ = 1.0;
   double expert_load_ = 1.0;
   double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
+  WavePipeline wave_forward_, wave_backward_;  // their compute filled in per pass
+  std::optional<MoeWavesCost> waves_;
+
+  // DeepSeek-V4's fused waves: the busiest rank's token copies, pulled in FP8 with per-32 UE8M0 scales
+  // and a 4-byte routing weight, returned in BF16 (DeepGEMM tests/test_mega_moe.py counts the same bytes),
+  // the share from other ranks over NVLink; the backward moves BF16 gradients both ways (an assumption:
+  // DeepGEMM's kernel is the forward). The final top-k sum reads the k returned copies and writes the
+  // output in BF16 from HBM.
+  void plan_waves(double sp) {
+    const ModelSpec& m = job_.model;
+    const ParallelLayout& p = job_.layout;
+    const GpuSpec& gpu = job_.cluster.gpu;
+    const double h = static_cast<double>(m.hidden), k = static_cast<double>(m.moe->top_k);
+    const double tokens = ctx_.tokens / sp, pairs = tokens * k * imbalance_;
+    const std::int64_t ffn = m.moe->expert_ffn_hidden / p.etp;
+    const WavePlan plan = wave_plan(pairs, m.moe->experts / p.ep, ffn, gpu.sms);
+    const double link = job_.cluster.fabric.nvlink_effective_per_gpu.value_or(gpu.nvlink_bandwidth_per_direction);
+    const double remote = static_cast<double>(p.ep - 1) / static_cast<double>(p.ep);
+    for (WavePipeline* w : {&wave_forward_, &wave_backward_}) {
+      w->waves = plan.waves;
+      w->reduction = tokens * h * 2.0 * (1.0 + k) / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+      w->fixed = kMegaMoeFixedSeconds;
+      w->combine = pairs * 2.0 * h * remote / link;
+    }
+    wave_forward_.dispatch = pairs * (h + h / 32.0 + 4.0) * remote / link;
+    wave_backward_.dispatch = pairs * 2.0 * h * remote / link;
+    MoeWavesCost c;
+    c.plan = plan;
+    c.flop_per_byte_bound = 2.0 * static_cast<double>(ffn);
+    const double fp8 = gpu.peak_dense.count(MathDtype::fp8) ? gpu.peak_dense.at(MathDtype::fp8) : gpu.peak_dense.at(MathDtype::bf16);
+    c.flop_per_byte = fp8 * gpu.sustained_compute_scale / link;
+    waves_ = c;
+  }
 };
 
 // Blocking sends: the op ends when its output has reached the neighbour stage.
@@ -458,6 +562,11 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   for (std::int64_t l = 0; l <= m.mtp_layer(); ++l)
     if (!kinds.contains(m.layer_kind(l))) kinds.emplace(m.layer_kind(l), coster.passes(layer_ops(m, l, ctx), true));
   auto passes_of = [&](std::int64_t l) { return &kinds.at(m.layer_kind(l)); };
+  if (m.moe) {
+    OpContext separate = ctx;
+    separate.moe_waves = false;
+    out.moe_waves = coster.waves_of(layer_ops(m, m.mtp_layer(), ctx), layer_ops(m, m.mtp_layer(), separate));
+  }
   StageCoster::LayerPasses head = coster.passes(head_ops(m, ctx), false);
   StageCoster::LayerPasses mtp_extra = coster.passes(mtp_extra_ops(m, ctx), false);
 

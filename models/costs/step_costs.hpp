@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "models/costs/flops.hpp"
+#include "models/costs/moe_waves.hpp"
 #include "models/scenario/job.hpp"
 #include "models/schedules/registry.hpp"
 
@@ -65,8 +66,19 @@ struct StageCost {
   double fb_overlap = 0;
 };
 
+// MoE layers run as fused waves (ParallelLayout::moe_execution): one MoE layer's forward on the busiest
+// rank, the wave pipeline beside the same work run as separate kernels.
+struct MoeWavesCost {
+  WavePlan plan;
+  WavePipeline forward;
+  double separate_forward = 0;       // dispatch, expert kernels and combine one after another
+  double flop_per_byte_bound = 0;    // 2 × expert width: the compute per NVLink byte overlap can hide
+  double flop_per_byte = 0;          // what the GPU's compute rate over the link's bandwidth asks
+};
+
 struct StepCosts {
   std::vector<StageCost> stages;  // per model stage
+  std::optional<MoeWavesCost> moe_waves;
   std::int32_t sms = 132;
   std::int32_t comm_sms = 20;
   double moe_imbalance = 1.0;

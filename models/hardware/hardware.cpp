@@ -82,7 +82,11 @@ GemmShapeModel::Tiling GemmShapeModel::tiling(double m, double n, double k, doub
 }
 
 double GemmShapeModel::efficiency(double m, double n, double k, double groups, std::int64_t sms) const {
-  const Tiling t = tiling(m, n, k, groups, sms);
+  Tiling t = tiling(m, n, k, groups, sms);
+  if (swap_ab) {
+    const Tiling swapped = tiling(n, m, k, groups, sms);
+    if (swapped.busy > t.busy) t = swapped;
+  }
   return t.k_steps > 0 ? ceiling * t.k_steps / (t.k_steps + k_overhead) * t.busy : ceiling;
 }
 
@@ -149,6 +153,7 @@ GemmShapeModel read_gemm_model(ObjectReader& m) {
       model.tile_n = (*tile)[1].get<std::int64_t>();
     }
   }
+  model.swap_ab = m.boolean("swap_ab", Need::optional).value_or(false);
   return model;
 }
 

@@ -22,6 +22,9 @@ struct GemmShapeModel {
   double ceiling = 1.0;
   double k_overhead = 0;
   std::int64_t tile_m = 128, tile_n = 128;
+  // The kernel puts the weights on the tile's long side and the tokens on the short one when that wastes
+  // less of the tile (swap A/B: DeepGEMM's SM100 MoE kernels, whose 256-wide MMA side is the weights').
+  bool swap_ab = false;
   // How `groups` GEMMs of m × n × k each (a grouped expert GEMM) tile `sms` SMs: the K steps each tile
   // runs (after split-K) and the share of the SMs' tile time that is useful work.
   struct Tiling {

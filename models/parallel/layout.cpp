@@ -109,6 +109,8 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
   p.reshard_after_forward = r.boolean("reshard_after_forward", Need::optional).value_or(true);
+  p.moe_execution = r.choice<MoeExecution>("moe_execution", Need::optional, {{"separate", MoeExecution::separate}, {"waves", MoeExecution::waves}})
+                        .value_or(MoeExecution::separate);
   p.order = read_order(r);
   p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
                 .value_or(PipelineSplit::even);
@@ -180,7 +182,16 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
                                         p.ep * p.etp, p.tp, p.cp, p.dp, p.tp * p.cp * p.dp));
     if (model.moe->expert_ffn_hidden % p.etp != 0)
       error("/parallel/etp", fmt::format("etp {} does not divide the expert width {}", p.etp, model.moe->expert_ffn_hidden));
+    // DeepGEMM's MegaMoE pulls tokens from and writes results into the other ranks' buffers through
+    // symmetric memory over NVLink (deepseek-ai/DeepGEMM, csrc/apis/mega.hpp): the EP group is one node.
+    if (p.moe_execution == MoeExecution::waves && p.tp * p.cp * p.ep > cluster.fabric.gpus_per_node)
+      error("/parallel/moe_execution",
+            fmt::format("\"waves\" runs the EP group through NVLink symmetric memory, so tp {} × cp {} × ep {} = {} must fit in one "
+                        "node of {} GPUs; lower ep or use \"separate\"",
+                        p.tp, p.cp, p.ep, p.tp * p.cp * p.ep, cluster.fabric.gpus_per_node));
   } else {
+    if (p.moe_execution == MoeExecution::waves)
+      error("/parallel/moe_execution", fmt::format("\"waves\" runs MoE layers; {} has no experts", model.name));
     if (p.ep != 1) error("/parallel/ep", fmt::format("ep {} needs an MoE model; {} has no experts", p.ep, model.name));
     if (p.etp != 1) error("/parallel/etp", fmt::format("etp {} needs an MoE model; {} has no experts", p.etp, model.name));
   }

@@ -32,6 +32,12 @@ struct Recompute {
 
 enum class PipelineSplit { even, balanced, explicit_list };
 
+// How an MoE layer runs its experts: `separate` kernels (dispatch all-to-all, grouped GEMMs, combine),
+// overlapped or not by the pipeline schedule; or `waves`, DeepSeek-V4's fine-grained expert parallelism
+// (DeepGEMM's MegaMoE): one persistent kernel on all SMs pulling the next wave's tokens and sending the
+// last wave's outputs while the current wave's experts compute (models/costs/moe_waves.hpp).
+enum class MoeExecution { separate, waves };
+
 struct ParallelLayout {
   std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1, vp = 1;
   int zero = 0;
@@ -55,6 +61,7 @@ struct ParallelLayout {
   // as torchtitan sets under pipeline parallelism): one gather and one reduce-scatter a step, the
   // memory of unsharded 16-bit weights and gradients.
   bool reshard_after_forward = true;
+  MoeExecution moe_execution = MoeExecution::separate;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
   std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout

@@ -100,7 +100,8 @@ const std::vector<std::pair<std::string, Precision>>& precision_names() {
 std::uint64_t PlanSpace::size() const {
   std::uint64_t n = 1;
   for (std::size_t k : {gpus.size(), tp.size(), pp.size(), vp.size(), cp.size(), ep.size(), etp.size(), micro_batch.size(),
-                        zero.size(), schedule.size(), recompute.size(), precision.size(), gpu.size(), fabric.size()})
+                        zero.size(), schedule.size(), moe_execution.size(), recompute.size(), precision.size(), gpu.size(),
+                        fabric.size()})
     n *= k;
   return n;
 }
@@ -131,6 +132,10 @@ PlanSpace read_plan_space(const Job& base) {
   std::vector<ScheduleKind> all;
   for (const auto& [_, k] : schedule_names()) all.push_back(k);
   s.schedule = r.words<ScheduleKind>("schedule", schedule_names(), all);
+  const std::vector<std::pair<std::string, MoeExecution>> moe_words{{"separate", MoeExecution::separate}, {"waves", MoeExecution::waves}};
+  s.moe_execution = r.words<MoeExecution>("moe_execution", moe_words,
+                                          base.model.moe ? std::vector<MoeExecution>{MoeExecution::separate, MoeExecution::waves}
+                                                         : std::vector<MoeExecution>{MoeExecution::separate});
   s.precision = r.words<Precision>("precision", precision_names(), {base.training.precision});
   // Recomputation: the scenario's own choice plus none, selective and full.
   auto add_recompute = [&](const Recompute& rc) {
@@ -171,7 +176,8 @@ PlanSpace read_plan_space(const Job& base) {
   }
   if (base.plan.is_object()) {
     static const std::vector<std::string> keys{"gpus", "tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "schedule",
-                                               "recompute", "precision", "gpu", "fabric", "top", "max_days", "objective"};
+                                               "moe_execution", "recompute", "precision", "gpu", "fabric", "top", "max_days",
+                                               "objective"};
     for (const auto& [key, _] : base.plan.items())
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
         std::string hint = nearest_word(key, keys);
@@ -195,6 +201,7 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index) {
   take(p.zero, s.zero.size());
   take(p.vp, s.vp.size());
   take(p.schedule, s.schedule.size());
+  take(p.moe_execution, s.moe_execution.size());
   take(p.etp, s.etp.size());
   take(p.ep, s.ep.size());
   take(p.cp, s.cp.size());
@@ -236,6 +243,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   l.etp = s.etp[p.etp];
   l.vp = vp;
   l.schedule = kind;
+  l.moe_execution = s.moe_execution[p.moe_execution];
   l.zero = s.zero[p.zero];
   l.micro_batch = s.micro_batch[p.micro_batch];
   l.recompute = s.recompute[p.recompute];
@@ -271,6 +279,7 @@ std::string describe_layout(const ParallelLayout& l) {
   out += fmt::format(" {}", schedule_name(l.schedule));
   if (l.vp > 1) out += fmt::format(" v{}", l.vp);
   out += fmt::format(" ZeRO-{} mb{} rc:{}", l.zero, l.micro_batch, l.recompute.label);
+  if (l.moe_execution == MoeExecution::waves) out += " moe:waves";
   return out;
 }
 

@@ -16,6 +16,7 @@ struct PlanSpace {
   std::vector<std::int64_t> gpus, tp, pp, vp, cp, ep, etp, micro_batch;
   std::vector<int> zero;
   std::vector<ScheduleKind> schedule;
+  std::vector<MoeExecution> moe_execution;  // MoE models: separate kernels and fused waves
   std::vector<Recompute> recompute;
   std::vector<Precision> precision;
   std::vector<GpuSpec> gpu;
@@ -32,7 +33,7 @@ PlanSpace read_plan_space(const Job& base);
 
 struct PlanPoint {
   std::uint32_t gpus = 0, tp = 0, pp = 0, vp = 0, cp = 0, ep = 0, etp = 0, micro_batch = 0, zero = 0, schedule = 0,
-                recompute = 0, precision = 0, gpu = 0, fabric = 0;
+                moe_execution = 0, recompute = 0, precision = 0, gpu = 0, fabric = 0;
   bool operator==(const PlanPoint&) const = default;
 };
 PlanPoint point_at(const PlanSpace& s, std::uint64_t index);
@@ -42,7 +43,8 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index);
 // duplicates and rejected as such.
 std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& p, std::string* why);
 
-// Short description of a point's layout: "TP1 PP16 DP128 EP64 dualpipe ZeRO-1 mb1 rc:norm+mla_up_proj".
+// Short description of a point's layout: "TP1 PP16 DP128 EP64 dualpipe ZeRO-1 mb1 rc:norm+mla_up_proj"
+// (" moe:waves" where MoE layers run as fused waves).
 std::string describe_layout(const ParallelLayout& layout);
 
 }  // namespace plumb

@@ -51,6 +51,7 @@ PlanResult describe(const Job& job, std::uint64_t index, double peak, double cap
   PlanResult r;
   r.index = index;
   r.layout = describe_layout(job.layout);
+  r.moe_waves = job.layout.moe_execution == MoeExecution::waves;
   r.gpu = job.cluster.gpu.id.empty() ? job.cluster.gpu.name : job.cluster.gpu.id;
   r.fabric = job.cluster.fabric.id.empty() ? job.cluster.fabric.name : job.cluster.fabric.id;
   r.precision = std::string(precision_name(job.training.precision));

@@ -21,6 +21,7 @@ struct PlanResult {
   std::uint64_t index = 0;  // the point in the space
   std::string layout, gpu, fabric, precision;
   std::int64_t gpus = 0;
+  bool moe_waves = false;  // MoE layers as fused waves (fine-grained EP)
   double step_time = 0, estimate = 0;
   bool simulated = false;
   double tokens_per_s_per_gpu = 0, mfu = 0, peak_bytes = 0, capacity_bytes = 0;

@@ -49,6 +49,7 @@ TrainingSpec read_training(ObjectReader& r) {
   t.fused_grad_accumulation =
       r.choice<bool>("grad_accumulation", Need::optional, {{"fused", true}, {"separate", false}}).value_or(true);
   t.fused_cross_entropy = r.choice<bool>("cross_entropy", Need::optional, {{"fused", true}, {"fp32_upcast", false}}).value_or(true);
+  t.expert_weight_bytes = r.choice<double>("expert_weights", Need::optional, {{"as_inputs", 0.0}, {"fp4", 0.5 + 1.0 / 32.0}}).value_or(0.0);
   t.fp8_gemm_inputs = t.precision == Precision::fp8;
   if (const Json* cache = r.child("fp8_cache", Need::optional)) {
     std::string pointer = r.pointer("fp8_cache");

@@ -72,6 +72,11 @@ struct TrainingSpec {
   // F.cross_entropy on an fp32 upcast of the bf16 logits (torchtitan), whose loss momentarily holds
   // more (models/memory: the loss's transient bytes).
   bool fused_cross_entropy = true;
+  // Bytes per routed-expert weight the expert GEMMs read, when narrower than their inputs: "fp4" (E2M1
+  // with a UE8M0 scale per 32: 0.5 + 1/32), as DeepSeek-V4's quantization-aware training and DeepGEMM's
+  // FP8×FP4 MoE kernels use (report §3.3); 0 reads them at the GEMM's input width. Memory is unchanged
+  // (the master weights stay wide).
+  double expert_weight_bytes = 0;
   OptimizerBytes optimizer;
   OptimizerKind optimizer_kind = OptimizerKind::adamw;
   MuonSpec muon;

@@ -60,6 +60,7 @@ StepReport make_step_report(const Job& job, const StepSimulation& sim, const Ste
   r.critical_path = critical_path_summary(sim);
   r.full_rank = full_rank_summary(job, sim);
   r.optimizer.kind = job.training.optimizer_kind;
+  if (job.layout.moe_execution == MoeExecution::waves) r.moe_waves = costs.moe_waves;
   for (std::int64_t rank = 0; rank < job.layout.pp; ++rank) {
     double ns = 0;
     for (std::int64_t s : stages_of_rank(job.layout.schedule, rank, job.layout.pp, job.layout.vp))

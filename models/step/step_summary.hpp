@@ -2,6 +2,7 @@
 // One training step simulated, summarised: step time, throughput, MFU, where the time goes, memory per
 // stage, and the totals to train the scenario's token budget (what `plumb run` reports and the planner ranks by).
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,8 @@ struct StepReport {
   std::vector<std::string> critical_path;
   FullRankSummary full_rank;  // --full only
   OptimizerSummary optimizer;
+  // MoE layers as fused waves: one layer's forward on the busiest rank, beside separate kernels.
+  std::optional<MoeWavesCost> moe_waves;
 };
 
 StepReport make_step_report(const Job& job, const StepSimulation& sim, const StepCosts& costs);

@@ -1,0 +1,43 @@
+#pragma once
+// DeepSeek-V4's fine-grained expert parallelism (report §3.1; DeepGEMM's MegaMoE kernel, PRs #304 and
+// #316, deepseek-ai/DeepGEMM at 891d57b4): one persistent kernel per MoE layer on all SMs. A rank's
+// experts run in waves; while a wave's experts compute (both GEMMs and the SwiGLU), the next wave's
+// tokens are pulled in FP8 (dispatch) and the previous wave's outputs leave in BF16 (combine). As a
+// three-stage pipeline over W equal waves:
+//   time = D + G + C + (W − 1) · max(D, G, C) + reduction + fixed
+// with D, G, C one wave's dispatch, compute and combine; the final top-k sum of the returned copies
+// (`reduction`) and the kernel's barriers (`fixed`) are not overlapped.
+#include <cstdint>
+
+namespace plumb {
+
+// DeepGEMM's wave rule (csrc/jit_kernels/heuristics/mega_moe.hpp at 891d57b4): BLOCK_M (tokens per
+// tile) from the expected tokens per expert (cut-offs 8.5 / 16.5 / 32.5 / 64.5 / 96.5 → 16, 32, 64,
+// 96, 128, else 192); L1 tiles per expert = ⌈⌈tokens per expert⌉ / BLOCK_M⌉ × 2·ffn / 128; experts per
+// wave = ⌈2 · SMs / L1 tiles per expert⌉ (two tiles per SM: uneven routing leaves some short), at most
+// the rank's experts and raised to a divisor of them; under one token per expert, one wave of all.
+struct WavePlan {
+  double tokens_per_expert = 0;
+  std::int64_t block_m = 0;
+  std::int64_t experts_per_wave = 1;
+  std::int64_t waves = 1;
+};
+WavePlan wave_plan(double pairs_per_rank, std::int64_t experts_per_rank, std::int64_t expert_ffn, std::int64_t sms);
+
+// One pass of the fused kernel: its stages summed over all waves (seconds).
+struct WavePipeline {
+  std::int64_t waves = 1;
+  double dispatch = 0, compute = 0, combine = 0;
+  double reduction = 0, fixed = 0;
+  double total() const;
+  // The wave's communication outlasts its compute: overlap no longer hides it (the report's bound on
+  // compute per byte of interconnect, 2 × expert width FLOP/byte for FP8 in and BF16 out).
+  bool comm_bound() const { return dispatch > compute || combine > compute; }
+};
+
+// The kernel's fixed cost beside its waves: SM-offset atomics (~6.5 µs), writing source indices
+// (~2 µs) and the NVLink barrier (~4 µs), as DeepGEMM's kernel comments time them (891d57b4,
+// impls/sm100_fp8_fp4_mega_moe.cuh).
+inline constexpr double kMegaMoeFixedSeconds = 12.5e-6;
+
+}  // namespace plumb
