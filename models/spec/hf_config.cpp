@@ -92,6 +92,19 @@ void require_every_layer_sparse(const HfReader& hf, const char* step_key) {
     hf.src.error("/mlp_only_layers", "dense layers interleaved among MoE layers are not modelled");
 }
 
+// The MoE keys DeepSeek-V2, V3 and V4 configs share: routed and shared experts of one width, and the
+// score-correction bias that noaux_tc routing carries (e_score_correction_bias).
+MoeSpec deepseek_moe(const HfReader& hf) {
+  MoeSpec e;
+  e.experts = hf.integer("n_routed_experts");
+  e.top_k = hf.integer("num_experts_per_tok");
+  e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
+  e.shared_experts = hf.integer("n_shared_experts", 0);
+  e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
+  e.router_bias = hf.text("topk_method", "") == "noaux_tc";
+  return e;
+}
+
 // DeepSeek-V4 (config.json of deepseek-ai/DeepSeek-V4-Pro and -Flash): compressed attention, MoE in
 // every layer with hash-routed first layers, mHC residual streams, MTP.
 void read_deepseek_v4(const HfReader& hf, ModelSpec& m) {
@@ -117,13 +130,7 @@ void read_deepseek_v4(const HfReader& hf, ModelSpec& m) {
                                                  a.compress_ratios.size()));
   if (a.o_groups > 0 && a.heads % a.o_groups != 0)
     hf.src.error("/o_groups", fmt::format("{} heads do not split into {} output groups", a.heads, a.o_groups));
-  MoeSpec e;
-  e.experts = hf.integer("n_routed_experts");
-  e.top_k = hf.integer("num_experts_per_tok");
-  e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
-  e.shared_experts = hf.integer("n_shared_experts", 0);
-  e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
-  e.router_bias = hf.text("topk_method", "noaux_tc") == "noaux_tc";
+  MoeSpec e = deepseek_moe(hf);
   e.hash_layers = hf.integer("num_hash_layers", 0, kMaxModelLayers);
   if (e.top_k > e.experts) hf.src.error("/num_experts_per_tok", fmt::format("{} exceeds the {} routed experts", e.top_k, e.experts));
   m.moe = e;
@@ -177,14 +184,8 @@ std::optional<ModelSpec> read_hf_config(const std::filesystem::path& path, const
     a.qk_nope_head_dim = hf.integer("qk_nope_head_dim");
     a.qk_rope_head_dim = hf.integer("qk_rope_head_dim");
     a.v_head_dim = hf.integer("v_head_dim");
-    MoeSpec e;
-    e.experts = hf.integer("n_routed_experts");
-    e.top_k = hf.integer("num_experts_per_tok");
-    e.expert_ffn_hidden = hf.integer("moe_intermediate_size");
-    e.shared_experts = hf.integer("n_shared_experts", 0);
-    e.shared_expert_ffn_hidden = e.expert_ffn_hidden;
+    MoeSpec e = deepseek_moe(hf);
     e.first_dense_layers = hf.integer("first_k_dense_replace", 0, kMaxModelLayers);
-    e.router_bias = hf.text("topk_method", "") == "noaux_tc";  // e_score_correction_bias
     // Group-limited routing (n_group/topk_group); DeepSeek-V3 sizes its EP groups so a group is a node.
     if (hf.integer("n_group", 1) > 1) e.max_nodes = hf.integer("topk_group", 0);
     require_every_layer_sparse(hf, "moe_layer_freq");
