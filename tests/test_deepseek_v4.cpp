@@ -8,6 +8,7 @@
 #include "models/costs/moe_waves.hpp"
 #include "models/costs/step_costs.hpp"
 #include "models/memory/activations.hpp"
+#include "models/memory/memory.hpp"
 
 using namespace plumb;
 
@@ -115,4 +116,22 @@ TEST_CASE("MegaMoE on V4-Flash, EP8 on a B200: DeepGEMM's measured rows from the
     CHECK(flops / t / 1e12 == doctest::Approx(row.tflops).epsilon(0.15));
     if (row.tokens >= 8192) CHECK(costs.moe_waves->separate_forward / t == doctest::Approx(row.speedup).epsilon(0.15));
   }
+}
+
+TEST_CASE("DualPipe and DualPipeV on V4-Flash: devices, parameters and activations per the DualPipe README's table") {
+  // DualPipe: PP devices for PP stages, each holding two (2× parameters), PP + 1 micro-batches in flight;
+  // DualPipeV: the same on PP/2 devices (`parallel.pp` counts devices, each holding two of 2·pp stages).
+  const Job dual = load_scenario(data_dir() / "scenarios/deepseek-v4-flash-512xb200.json");
+  const Job v = load_scenario(data_dir() / "scenarios/deepseek-v4-flash-512xb200.json",
+                              {"parallel.schedule=dualpipev", "parallel.pp=4", "parallel.dp=128"});
+  const MemoryPlan a = plan_memory(dual), b = plan_memory(v);
+  CHECK(a.ranks.size() == 8);
+  CHECK(b.ranks.size() == 4);
+  CHECK(a.stages.size() == 8);
+  CHECK(b.stages.size() == 8);
+  for (const MemoryPlan* plan : {&a, &b})
+    for (const RankMemory& r : plan->ranks) {
+      CHECK(r.stages.size() == 2);
+      CHECK(r.inflight[0] + r.inflight[1] == 9);  // PP + 1 with PP = 8 stages
+    }
 }
