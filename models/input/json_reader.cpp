@@ -160,10 +160,34 @@ Json load_json_file(const std::filesystem::path& path, const SourceFile& src) {
   return parse_json_text(*text, src);
 }
 
+bool valid_utf8(std::string_view text, std::size_t* bad_at) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= text.size() && !(n == 2 && c < 0xC2) && !(n == 4 && c > 0xF4);
+    for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
+    if (ok && n == 3) {
+      const auto d = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xE0 && d < 0xA0) && !(c == 0xED && d >= 0xA0);  // overlong; UTF-16 surrogates
+    }
+    if (ok && n == 4) {
+      const auto d = static_cast<unsigned char>(text[i + 1]);
+      ok = !(c == 0xF0 && d < 0x90) && !(c == 0xF4 && d >= 0x90);  // overlong; beyond U+10FFFF
+    }
+    if (!ok) {
+      if (bad_at) *bad_at = i;
+      return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
 std::string json_brief(const Json& value) {
   if (value.is_object()) return "{...}";
   if (value.is_array()) return "[...]";
-  std::string text = value.dump();
+  // Strings a reader built from raw bytes may hold bad UTF-8: shown with U+FFFD, never a throw.
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 

@@ -1,5 +1,6 @@
 #include "validate/imports/megatron_args.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <functional>
 #include <map>
@@ -136,6 +137,10 @@ const std::set<std::string>& ignored_flags() {
 ScenarioImport import_megatron(const std::string& text, const std::string& file, const ImportOptions& options) {
   ScenarioImport out;
   std::vector<Diagnostic> problems;
+  if (std::size_t at = 0; !valid_utf8(text, &at)) {  // its values become JSON strings
+    const auto line = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n')) + 1;
+    throw InputError({{file, fmt::format("line {}", line), fmt::format("byte {} is not valid UTF-8; launch scripts are read as UTF-8 text", at + 1)}});
+  }
   auto problem = [&](const Flag& f, const std::string& message) {
     problems.push_back({file, fmt::format("{} (argument {})", f.name, f.position), message});
   };

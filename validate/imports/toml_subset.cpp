@@ -106,6 +106,10 @@ Json parse_toml_subset(const std::string& text, const std::string& file) {
   std::string raw;
   for (std::size_t n = 1; std::getline(in, raw); ++n) {
     auto problem = [&](const std::string& message) { problems.push_back({file, fmt::format("line {}", n), message}); };
+    if (std::size_t at = 0; !valid_utf8(raw, &at)) {  // TOML 1.0: a TOML file must be valid UTF-8
+      problem(fmt::format("byte {} is not valid UTF-8 (TOML files are UTF-8)", at + 1));
+      continue;
+    }
     const std::string line = trim(without_comment(raw));
     if (line.empty()) continue;
     if (line.front() == '[') {

@@ -1,0 +1,1 @@
+--num-layers 4 --hidden-size ò" --seq-length 2048
