@@ -92,7 +92,6 @@ void add_compressed_attention_ops(std::vector<LayerOp>& ops, const ModelSpec& m,
       const double forward = 2 * rows * full.scored * index_dim;
       LayerOp score{"indexer scores", OpClass::attention, {forward, 2 * forward, 0},
                     {T * (index + full.scored * index_dim) * e, 2 * T * (index + full.scored * index_dim) * e, 0}};
-      score.backward_recompute_flops = 0;
       if (c.causal_discount) {  // what the kernel executes: the causal mean of the keys
         score.flops[0] = 2 * rows * run.scored * index_dim;
         score.flops[1] = 2 * score.flops[0];

@@ -188,7 +188,7 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
       // (moe_waves.hpp). Tokens land in expert order by TMA, and the SwiGLU with the down projection's fp8
       // cast run in the first GEMM's epilogue (DeepGEMM sm100_fp8_fp4_mega_moe.cuh): no HBM pass of
       // their own.
-      op.fused_moe = expert_op(op) || op.name == "permute (dispatch)" || op.name == "unpermute (combine)";
+      op.fused_moe = routed_moe_op(op);
       const bool absorbed = op.fused_moe && op.cls == OpClass::memory && op.name != std::string(kExpertPrefix) + "fp8 quantize (gate+up projection input)";
       if (absorbed) {
         op.name += " (in the fused kernel)";

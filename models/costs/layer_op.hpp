@@ -97,6 +97,10 @@ struct OpContext {
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.
 inline constexpr std::string_view kExpertPrefix = "experts: ";
 inline bool expert_op(const LayerOp& op) { return op.name.rfind(kExpertPrefix, 0) == 0; }
+// The routed experts' ops and the token shuffles around them: what a fused MoE kernel replaces.
+inline bool routed_moe_op(const LayerOp& op) {
+  return expert_op(op) || op.name == "permute (dispatch)" || op.name == "unpermute (combine)";
+}
 
 // A fused (flash) attention kernel's work on `query_rows` query rows (tokens × heads), each against
 // `keys` keys: the forward's 2·rows·keys·(d_qk + d_v), halved when causal (the masked half skipped);

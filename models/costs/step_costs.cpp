@@ -259,7 +259,7 @@ class StageCoster {
     for (const LayerOp& op : ops)
       if (op.fused_moe) fused += seconds(op, 0);
     for (const LayerOp& op : separate)
-      if (expert_op(op) || op.name == "permute (dispatch)" || op.name == "unpermute (combine)") unfused += seconds(op, 0);
+      if (routed_moe_op(op)) unfused += seconds(op, 0);
     MoeWavesCost c = *waves_;
     c.forward = wave_pass(fused, true);
     c.separate_forward = a2a_dispatch_ + unfused + a2a_bf16_;
