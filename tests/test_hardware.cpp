@@ -42,9 +42,9 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     std::size_t optional = !g.gemm_efficiency_fp8.empty() + g.attention_backward_efficiency.has_value() +
                            g.sources.count("hbm_efficiency") + !g.gemm_model.empty();
     const std::size_t extra = g.attention_flash2_efficiency.has_value() + g.attention_flash2_backward_efficiency.has_value() +
-                              (g.sustained_compute_scale < 1.0);
+                              (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value();
     CHECK(g.sources.size() == 9 + optional + extra);
-    CHECK(extra == (hopper_name(name) ? 2u : 0u) + (name == "b200" || name == "h100-sxm-96gb-500w" ? 1u : 0u));
+    CHECK(extra == (hopper_name(name) ? 2u : 0u) + (name == "b200" ? 2u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper_name(name)) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
@@ -269,6 +269,32 @@ TEST_CASE("B200 GEMMs sustained through a step: the clock-throttling scale again
     CHECK(std::abs(sustained / r.tflops - 1) < 0.10);
   }
   CHECK(gpu("h100-sxm").sustained_compute_scale == 1.0);  // no sustained-load figure for the 700 W H100
+}
+
+TEST_CASE("B200 FP8 GEMMs sustained through a step: a clock of their own, checked against a run it was not set from") {
+  // sustained_compute_scale_fp8 (0.724) is vLLM PR #19566's FP8 GEMM (per-tensor scales, no quantization
+  // step) at 16384×6144×4096, 2544.7 TFLOP/s, over the isolated-call model's rate there; the same run's
+  // BF16 GEMM sits on the BF16 scale, so the FP8 clock falls further. TransformerEngine issue #1747's
+  // te.Linear at 8192³ (2377.1 TFLOP/s, its casts of input and weight to FP8 included) was not used: the
+  // GEMM at the FP8 scale plus the two casts at the HBM rate (3 to 4 bytes moved an element) meet it.
+  const GpuSpec b200 = gpu("b200");
+  REQUIRE(b200.sustained_compute_scale_fp8.has_value());
+  auto rate = [&](double m, double n, double k, MathDtype d) {
+    return b200.gemm_efficiency_of(m, n, k, 1, d) * b200.peak_dense.at(d) * b200.sustained_scale(d);
+  };
+  CHECK(rate(16384, 6144, 4096, MathDtype::fp8) / 1e12 == doctest::Approx(2544.7).epsilon(0.005));
+  CHECK(rate(16384, 6144, 4096, MathDtype::bf16) / 1e12 == doctest::Approx(1512.8).epsilon(0.01));
+  const double n = 8192, flops = 2 * n * n * n, elements = 2 * n * n;
+  const double gemm = flops / rate(n, n, n, MathDtype::fp8);
+  for (double bytes_per_element : {3.0, 4.0}) {
+    const double casts = elements * bytes_per_element / (b200.hbm_bandwidth * b200.hbm_efficiency);
+    INFO(bytes_per_element << " bytes an element cast");
+    CHECK(flops / (gemm + casts) / 1e12 == doctest::Approx(2377.1).epsilon(0.05));
+  }
+  // Under the BF16 scale the same GEMM would be 13% or more above the measurement.
+  CHECK(flops / (flops / (rate(n, n, n, MathDtype::fp8) / b200.sustained_scale(MathDtype::fp8) * b200.sustained_compute_scale) +
+                 elements * 3.0 / b200.hbm_bandwidth) / 1e12 > 2377.1 * 1.12);
+  CHECK(gpu("h100-sxm").sustained_scale(MathDtype::fp8) == 1.0);
 }
 
 TEST_CASE("FlashAttention-2 on Hopper: its own measured rates, the fastest kernel's elsewhere") {

@@ -15,7 +15,7 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   bool fp8 = training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
              gpu.peak_dense.count(MathDtype::fp8);
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
-  double peak = gpu.peak_dense.at(dtype) * gpu.sustained_compute_scale;
+  double peak = gpu.peak_dense.at(dtype) * gpu.sustained_scale(dtype);
   double efficiency = 1.0;
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);

@@ -465,8 +465,8 @@ class StageCoster {
     MoeWavesCost c;
     c.plan = plan;
     c.flop_per_byte_bound = 2.0 * static_cast<double>(ffn);
-    const double fp8 = gpu.peak_dense.count(MathDtype::fp8) ? gpu.peak_dense.at(MathDtype::fp8) : gpu.peak_dense.at(MathDtype::bf16);
-    c.flop_per_byte = fp8 * gpu.sustained_compute_scale / link;
+    const MathDtype math = gpu.peak_dense.count(MathDtype::fp8) ? MathDtype::fp8 : MathDtype::bf16;
+    c.flop_per_byte = gpu.peak_dense.at(math) * gpu.sustained_scale(math) / link;
     waves_ = c;
   }
 };

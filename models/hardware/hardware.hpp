@@ -76,6 +76,12 @@ struct GpuSpec {
   // were measured at (microbenchmarks: short kernels, idle gaps, boost clocks): below 1 where the GPU
   // lowers its clocks under continuous load at its power limit. Scales GEMM and attention time.
   double sustained_compute_scale = 1.0;
+  // The same for FP8 tensor-core work where it is measured apart (FP8 runs twice the operations per
+  // clock and draws more power, so its clock can fall further); absent: sustained_compute_scale.
+  std::optional<double> sustained_compute_scale_fp8;
+  double sustained_scale(MathDtype dtype) const {
+    return dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;
+  }
   // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
   std::optional<double> attention_efficiency;
   // The same for its backward pass; absent: attention_efficiency.
