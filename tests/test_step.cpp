@@ -423,3 +423,24 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered moves ZeRO-1's traffic: one ga
   CHECK(resharded.forward.background == doctest::Approx(kept.param_gather));
   CHECK(resharded.backward.background > resharded.forward.background);  // its gather and its reduce-scatter
 }
+
+TEST_CASE("torchtitan's sequence-parallel collectives copy the gathered activation once each, on the compute stream") {
+  // PyTorch's functional collectives gather and scatter along dim 0, so DTensor's sequence-sharded
+  // activations are put in order by chunk + cat: each all-gather's output and each reduce-scatter's
+  // input read and written once more at the HBM rate (frameworks/torchtitan-2024-12.json's source).
+  const std::string file = "published/torchtitan-asynctp-8b-bf16-vanilla-tp.json";
+  const Job with = scenario(file), without = scenario(file, {"parallel.sequence_parallel_copies=false"});
+  REQUIRE(with.layout.sequence_parallel_copies);
+  const StepCosts ca = step_costs(with), cb = step_costs(without);
+  const StageCost &a = ca.stages[0], &b = cb.stages[0];
+  const GpuSpec& gpu = with.cluster.gpu;
+  const double bytes = 12.0 * 8192 * 4096 * 2;  // micro-batch 12 × sequence 8192 × hidden 4096, bf16
+  const double copy = 2 * bytes / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  // Two all-gathers and two reduce-scatters a layer each way (attention and MLP), 32 layers, and the
+  // gather of the final norm's output before the output head; the collectives themselves are unchanged.
+  CHECK(relative(a.forward.compute() - b.forward.compute(), (32 * 4 + 1) * copy) < 1e-9);
+  CHECK(relative(a.input_grad.compute() - b.input_grad.compute(), (32 * 4 + 1) * copy) < 1e-9);
+  CHECK(relative(a.forward.comm(CommKind::tp), b.forward.comm(CommKind::tp)) < 1e-12);
+  // Megatron-LM's collectives write the layout the GEMMs read: no copies.
+  CHECK_FALSE(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").layout.sequence_parallel_copies);
+}

@@ -312,7 +312,7 @@ class StageCoster {
         if (i == last_fused) add_waves(lp.forward, true);
         continue;
       }
-      lp.forward.add_comm(tp_or_ep(op.before, true), kind_of(op.before));
+      add_tp_or_ep(lp.forward, op.before, true);
       double f = seconds(op, 0);
       if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
         lp.forward.add_comm(compressed_cp_seconds(op, CollectiveOp::all_gather), CommKind::cp);
@@ -322,7 +322,7 @@ class StageCoster {
       } else {
         lp.forward.add_compute(f);
       }
-      lp.forward.add_comm(tp_or_ep(op.after, true), kind_of(op.after));
+      add_tp_or_ep(lp.forward, op.after, true);
     }
     // Backward: recomputation first (Megatron-LM recomputes a layer's forward right before its
     // backward), then the ops in reverse; what followed an op in forward now precedes it.
@@ -344,7 +344,7 @@ class StageCoster {
           if (static_cast<std::size_t>(ops.rend() - it) - 1 == first_fused) add_waves(*p, false);
           continue;
         }
-        p->add_comm(tp_or_ep(op.after, false), kind_of(op.after));
+        add_tp_or_ep(*p, op.after, false);
         if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
           p->add_compute(dx);
           p->add_comm(compressed_cp_seconds(op, CollectiveOp::reduce_scatter), CommKind::cp);
@@ -353,7 +353,7 @@ class StageCoster {
         } else {
           p->add_compute(dx);
         }
-        p->add_comm(tp_or_ep(op.before, false), kind_of(op.before));
+        add_tp_or_ep(*p, op.before, false);
       }
     }
     for (const LayerOp& op : ops) lp.weight_grad.add_compute(seconds(op, 2));
@@ -409,6 +409,18 @@ class StageCoster {
   }
   static CommKind kind_of(CommPoint c) {
     return c == CommPoint::ep_dispatch || c == CommPoint::ep_combine ? CommKind::ep : CommKind::tp;
+  }
+  // The collective at `c`, and under sequence_parallel_copies the copy that puts a sequence-parallel
+  // all-gather's output (or a reduce-scatter's input) in order: the whole gathered activation read and
+  // written once at the HBM rate, on the compute stream.
+  void add_tp_or_ep(Pass& pass, CommPoint c, bool forward) const {
+    const double t = tp_or_ep(c, forward);
+    pass.add_comm(t, kind_of(c));
+    const bool tp_collective = c == CommPoint::tp_enter || c == CommPoint::tp_exit;
+    if (t > 0 && tp_collective && job_.layout.sequence_parallel && job_.layout.sequence_parallel_copies) {
+      const GpuSpec& gpu = job_.cluster.gpu;
+      pass.add_compute(2.0 * activation_bytes_ / (gpu.hbm_bandwidth * gpu.hbm_efficiency));
+    }
   }
   double tp_or_ep(CommPoint c, bool forward) const {
     const bool sp = job_.layout.sequence_parallel;

@@ -105,6 +105,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.micro_batch = r.integer("micro_batch", Need::optional, 1, 1'000'000).value_or(1);
   p.recompute = read_recompute(r);
   p.sequence_parallel = r.boolean("sequence_parallel", Need::optional).value_or(p.tp > 1);
+  p.sequence_parallel_copies = r.boolean("sequence_parallel_copies", Need::optional).value_or(false);
   p.comm_sms = static_cast<std::int32_t>(r.integer("comm_sms", Need::optional, 1, 1024).value_or(20));
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);

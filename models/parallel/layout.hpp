@@ -45,6 +45,11 @@ struct ParallelLayout {
   std::int64_t micro_batch = 1;
   Recompute recompute;
   bool sequence_parallel = false;
+  // Each sequence-parallel all-gather's output and each reduce-scatter's input is copied once more on
+  // the compute stream: PyTorch's functional collectives gather and scatter along dim 0 only, so a
+  // tensor sharded along the sequence (dim 1) is put in order by chunk + cat (torchtitan's DTensor
+  // sequence parallelism). false: the collectives write and read the layout the GEMMs use (Megatron).
+  bool sequence_parallel_copies = false;
   // SMs a communication kernel holds while it runs; compute beside it gets the rest. Default 20, what
   // DeepSeek-V3 gave its all-to-all and PP kernels on a 132-SM H800 (report §3.2.2).
   std::int32_t comm_sms = 20;
