@@ -93,13 +93,14 @@ const Command& compare_command() {
        "With --trace, sets one pipeline stage of the scenario (--stage, default 0) beside a PyTorch profiler trace of\n"
        "its forward and backward (plain or gzip; DualPipe's F&B pair, for one): GPU time per op class plumb prices\n"
        "(GEMM, attention, memory-bound, communication; the trace's kernels sorted as plumb trace does) and the span,\n"
-       "predicted against measured, worst first.\n"
+       "predicted against measured, worst first; then per stream role the busy and idle time and the communication\n"
+       "under compute and exposed, against the simulated step's streams for the same ops.\n"
        "With a training log instead of MEASURED.json (Megatron-LM's iteration and memory lines, torchtitan's metric\n"
        "lines), its steady state — the median over the iterations after the first: step time, TFLOP/s or tokens/s\n"
        "per GPU, MFU, peak memory — is set beside the scenario's simulated step as plumb validate sets a case.",
        {"[SCENARIO]", "MEASURED.json"},
        {{"--profile", "P", "the GPU profile to predict with: a catalogue name or a calibrated profile's path"},
-        {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON (with --trace: classes[], span)"},
+        {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON (with --trace: classes[], streams[], span)"},
         {"--trace", "FILE", "a PyTorch profiler trace of one stage's forward and backward to set beside the scenario"},
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
         {"--timeline", "FILE", "with --trace: write the measured kernels and plumb's run of the stage side by side as a Chrome trace (Perfetto)"},

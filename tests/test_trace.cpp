@@ -163,6 +163,24 @@ TEST_CASE("plumb's DualPipe F&B pair for the traced setup beside the DeepSeek-V3
     if (r.op == "communication") CHECK(r.predicted == doctest::Approx(communication));
     CHECK(r.predicted > 0);
   }
+  // Streams: the trace's roles (96.3% of its communication under compute) against the simulated F&B
+  // pair; each side's rows are consistent with each other.
+  REQUIRE(c.streams.size() == 5);
+  auto row = [&](const std::string& name) {
+    for (const TraceClassComparison& r : c.streams)
+      if (r.op == name) return r;
+    FAIL("no row " << name);
+    return TraceClassComparison{};
+  };
+  CHECK(row("compute busy").measured == doctest::Approx(trace.compute_busy_us * 1e-6));
+  CHECK(row("communication under compute").measured / row("communication busy").measured == doctest::Approx(0.963).epsilon(0.001));
+  const StreamPrediction sp = predict_streams(job, 1);
+  CHECK(sp.overlap <= std::min(sp.compute_busy, sp.communication_busy));
+  CHECK(sp.span >= std::max(sp.compute_busy, sp.communication_busy));
+  CHECK(row("compute busy").predicted + row("compute idle").predicted == doctest::Approx(sp.span));
+  CHECK(row("communication under compute").predicted + row("communication exposed").predicted == doctest::Approx(sp.communication_busy));
+  // DualPipe hides most of the pair's all-to-all under the other direction's compute, as the trace shows.
+  CHECK(sp.overlap / sp.communication_busy > 0.8);
   CHECK_THROWS_WITH_AS(compare_trace(job, trace, 9), doctest::Contains("stage 9 is not one of the 4 stages"), InputError);
 }
 

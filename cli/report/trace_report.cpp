@@ -104,21 +104,31 @@ std::string trace_comparison_text(const TraceComparison& c) {
     out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", r.op, 1e3 * r.measured, 1e3 * r.predicted, 100 * error_of(r.predicted, r.measured));
   out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", c.pair ? "span (an F&B pair)" : "span (forward then backward)",
                      1e3 * c.measured_span, 1e3 * c.predicted_span, 100 * error_of(c.predicted_span, c.measured_span));
+  if (!c.streams.empty()) {
+    out += fmt::format("\n{:<28} {:>12} {:>12} {:>8}\n", "streams over the span", "measured ms", "predicted ms", "error");
+    for (const TraceClassComparison& r : c.streams)
+      out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", r.op, 1e3 * r.measured, 1e3 * r.predicted, 100 * error_of(r.predicted, r.measured));
+  }
   if (c.unknown > 0) out += fmt::format("\n{:.3f} ms of the trace is in kernels no class rule knew (plumb trace lists them)\n", 1e3 * c.unknown);
   out += "\nmeasured: the trace's kernels by class (plumb trace); predicted: the stage's layers, every pass and its recomputation, "
          "at the GPU profile, and its TP/EP/CP communication (its permute and unpermute count as memory-bound work; DeepEP does them "
-         "inside its communication kernels)\n";
+         "inside its communication kernels); streams: the trace's compute and communication streams (plumb trace) against the "
+         "simulated step's compute stream and its communication streams for the same ops, idle being the span less compute busy\n";
   return out;
 }
 
 Json trace_comparison_json(const TraceComparison& c) {
-  Json classes = Json::array();
-  for (const TraceClassComparison& r : c.classes)
-    classes.push_back({{"op", r.op}, {"measured_s", r.measured}, {"predicted_s", r.predicted}, {"error", error_of(r.predicted, r.measured)}});
+  auto rows = [](const std::vector<TraceClassComparison>& list, const char* key) {
+    Json out = Json::array();
+    for (const TraceClassComparison& r : list)
+      out.push_back({{key, r.op}, {"measured_s", r.measured}, {"predicted_s", r.predicted}, {"error", error_of(r.predicted, r.measured)}});
+    return out;
+  };
+  const Json classes = rows(c.classes, "op"), streams = rows(c.streams, "stream");
   return {{"scenario", c.scenario}, {"trace", c.trace}, {"device", c.device}, {"stage", c.stage}, {"layers", c.layers},
           {"span", {{"pair", c.pair}, {"measured_s", c.measured_span}, {"predicted_s", c.predicted_span},
                     {"error", error_of(c.predicted_span, c.measured_span)}}},
-          {"classes", classes}, {"unknown_s", c.unknown}};
+          {"classes", classes}, {"streams", streams}, {"unknown_s", c.unknown}};
 }
 
 }  // namespace plumb

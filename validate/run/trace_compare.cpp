@@ -8,6 +8,7 @@
 #include "models/input/diagnostics.hpp"
 #include "models/memory/memory.hpp"
 #include "models/step/step_builder.hpp"
+#include "sim/intervals.hpp"
 
 namespace plumb {
 
@@ -44,6 +45,52 @@ StagePrediction predict_stage(const Job& job, std::int64_t stage) {
   return p;
 }
 
+namespace {
+
+// The simulated step's first op of the stage that is an F&B pair, else its first forward and backward:
+// (rank, op) pairs.
+std::vector<std::pair<std::size_t, std::size_t>> stage_ops(const StepSimulation& sim, std::int64_t stage) {
+  std::vector<std::pair<std::size_t, std::size_t>> chosen;
+  for (std::size_t r = 0; r < sim.schedule.ops.size() && chosen.empty(); ++r)
+    for (std::size_t i = 0; i < sim.schedule.ops[r].size(); ++i)
+      if (sim.schedule.ops[r][i].kind == OpKind::forward_backward && sim.schedule.ops[r][i].work.stage == stage) {
+        chosen.emplace_back(r, i);
+        break;
+      }
+  for (std::size_t r = 0; r < sim.schedule.ops.size() && chosen.empty(); ++r) {
+    std::optional<std::size_t> f, b;
+    for (std::size_t i = 0; i < sim.schedule.ops[r].size(); ++i) {
+      const PipeOp& op = sim.schedule.ops[r][i];
+      if (op.work.stage != stage) continue;
+      if (op.kind == OpKind::forward && !f) f = i;
+      if ((op.kind == OpKind::backward || op.kind == OpKind::backward_input) && !b) b = i;
+    }
+    if (f && b) chosen = {{r, *f}, {r, *b}};
+  }
+  return chosen;
+}
+
+}  // namespace
+
+StreamPrediction predict_streams(const Job& job, std::int64_t stage) {
+  const StepSimulation sim = simulate_step(job, step_costs(job));
+  std::vector<sim::Interval> compute, communication;
+  double first = 0, last = 0;
+  bool any = false;
+  for (const auto& [r, i] : stage_ops(sim, stage))
+    for (sim::TaskId t = sim.op_tasks[r][i].first; t < sim.op_tasks[r][i].second; ++t) {
+      if (sim.graph.kind(t) == sim::TaskKind::marker) continue;
+      const double start = sim::to_seconds(sim.result.start[t]), end = sim::to_seconds(sim.result.end[t]);
+      const bool on_compute = sim.machine.streams()[static_cast<std::size_t>(sim.graph.stream(t))].name == "compute";
+      (on_compute ? compute : communication).emplace_back(start, end);
+      first = any ? std::min(first, start) : start;
+      last = any ? std::max(last, end) : end;
+      any = true;
+    }
+  const std::vector<sim::Interval> c = sim::merged_intervals(compute), m = sim::merged_intervals(communication);
+  return {sim::total_length(c), sim::total_length(m), sim::overlap_length(c, m), last - first};
+}
+
 TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::int64_t stage) {
   const StagePrediction p = predict_stage(job, stage);
   TraceComparison c;
@@ -62,6 +109,13 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
     c.classes.push_back({op, m == trace.by_plumb_op.end() ? 0.0 : m->second * 1e-6, predicted.at(op)});
   }
   c.unknown = trace.unknown_time_us * 1e-6;
+  const StreamPrediction sp = predict_streams(job, stage);
+  const double us = 1e-6;
+  c.streams = {{"compute busy", trace.compute_busy_us * us, sp.compute_busy},
+               {"compute idle", (trace.span_us - trace.compute_busy_us) * us, sp.span - sp.compute_busy},
+               {"communication busy", trace.communication_busy_us * us, sp.communication_busy},
+               {"communication under compute", trace.overlap_us * us, sp.overlap},
+               {"communication exposed", trace.exposed_communication_us() * us, sp.communication_busy - sp.overlap}};
   return c;
 }
 
@@ -93,23 +147,7 @@ Json side_by_side_timeline(const Job& job, const GpuTrace& trace, KernelClassifi
   const StepCosts costs = step_costs(job);
   const StepSimulation sim = simulate_step(job, costs);
   name_process(2, fmt::format("predicted: plumb, stage {} of {}", stage, job.name));
-  std::vector<std::pair<std::size_t, std::size_t>> chosen;  // (rank, op)
-  for (std::size_t r = 0; r < sim.schedule.ops.size() && chosen.empty(); ++r)
-    for (std::size_t i = 0; i < sim.schedule.ops[r].size(); ++i)
-      if (sim.schedule.ops[r][i].kind == OpKind::forward_backward && sim.schedule.ops[r][i].work.stage == stage) {
-        chosen.emplace_back(r, i);
-        break;
-      }
-  for (std::size_t r = 0; r < sim.schedule.ops.size() && chosen.empty(); ++r) {
-    std::optional<std::size_t> f, b;
-    for (std::size_t i = 0; i < sim.schedule.ops[r].size(); ++i) {
-      const PipeOp& op = sim.schedule.ops[r][i];
-      if (op.work.stage != stage) continue;
-      if (op.kind == OpKind::forward && !f) f = i;
-      if ((op.kind == OpKind::backward || op.kind == OpKind::backward_input) && !b) b = i;
-    }
-    if (f && b) chosen = {{r, *f}, {r, *b}};
-  }
+  const std::vector<std::pair<std::size_t, std::size_t>> chosen = stage_ops(sim, stage);
   sim::Time origin = sim::kNever;
   for (const auto& [r, i] : chosen)
     for (sim::TaskId t = sim.op_tasks[r][i].first; t < sim.op_tasks[r][i].second; ++t) origin = std::min(origin, sim.result.start[t]);

@@ -26,6 +26,10 @@ struct TraceComparison {
   bool pair = false;                   // the span is an F&B pair (DualPipe's)
   double measured_span = 0, predicted_span = 0;
   std::vector<TraceClassComparison> classes;
+  // Per stream role over the span: compute busy and idle, communication busy, under compute and
+  // exposed (the trace's streams by role against the simulated step's compute and communication
+  // streams for the same ops).
+  std::vector<TraceClassComparison> streams;
   double unknown = 0;                  // trace seconds in kernels no class rule knew
 };
 
@@ -39,6 +43,13 @@ struct StagePrediction {
 };
 // Throws InputError naming --stage when the stage is not one of the job's or holds no layer.
 StagePrediction predict_stage(const Job& job, std::int64_t stage);
+
+// The same ops as the simulated step ran them: the union of its compute stream's busy time, of its
+// communication streams', their overlap, and the ops' span (first start to last end).
+struct StreamPrediction {
+  double compute_busy = 0, communication_busy = 0, overlap = 0, span = 0;
+};
+StreamPrediction predict_streams(const Job& job, std::int64_t stage);
 
 TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::int64_t stage);
 
