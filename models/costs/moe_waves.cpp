@@ -27,7 +27,7 @@ WavePlan wave_plan(double pairs_per_rank, std::int64_t experts_per_rank, std::in
 double WavePipeline::total() const {
   const double n = static_cast<double>(std::max<std::int64_t>(1, waves));
   const double d = dispatch / n, g = compute / n, c = combine / n;
-  return d + g + c + (n - 1.0) * std::max({d, g, c}) + reduction + fixed;
+  return d + g + std::max(c, end_barrier) + (n - 1.0) * std::max({d, g, c}) + reduction + fixed;
 }
 
 }  // namespace plumb

@@ -4,9 +4,10 @@
 // experts run in waves; while a wave's experts compute (both GEMMs and the SwiGLU), the next wave's
 // tokens are pulled in FP8 (dispatch) and the previous wave's outputs leave in BF16 (combine). As a
 // three-stage pipeline over W equal waves:
-//   time = D + G + C + (W − 1) · max(D, G, C) + reduction + fixed
+//   time = D + G + max(C, end barrier) + (W − 1) · max(D, G, C) + reduction + fixed
 // with D, G, C one wave's dispatch, compute and combine; the final top-k sum of the returned copies
-// (`reduction`) and the kernel's barriers (`fixed`) are not overlapped.
+// (`reduction`) and the kernel's serial setup and barriers (`fixed`) are not overlapped; the barrier
+// that ends the kernel runs beside the last wave's combine.
 #include <cstdint>
 
 namespace plumb {
@@ -29,15 +30,20 @@ struct WavePipeline {
   std::int64_t waves = 1;
   double dispatch = 0, compute = 0, combine = 0;
   double reduction = 0, fixed = 0;
+  double end_barrier = 0;  // overlaps the last wave's combine
   double total() const;
   // The wave's communication outlasts its compute: overlap no longer hides it (the report's bound on
   // compute per byte of interconnect, 2 × expert width FLOP/byte for FP8 in and BF16 out).
   bool comm_bound() const { return dispatch > compute || combine > compute; }
 };
 
-// The kernel's fixed cost beside its waves: SM-offset atomics (~6.5 µs), writing source indices
-// (~2 µs) and the NVLink barrier (~4 µs), as DeepGEMM's kernel comments time them (891d57b4,
-// impls/sm100_fp8_fp4_mega_moe.cuh).
-inline constexpr double kMegaMoeFixedSeconds = 12.5e-6;
+// The kernel's serial cost beside its waves, as DeepGEMM's kernel comments time its parts (891d57b4,
+// impls/sm100_fp8_fp4_mega_moe.cuh): the SM-offset atomics (~6.5 µs), writing the source indices (~2 µs)
+// and two NVLink barriers (grid sync, cross-rank signal, grid sync: ~4 µs each; comm/barrier.cuh tags 1
+// and 2), before the pull and before the combine's reduction. A third barrier (tag 3) ends the kernel
+// after its workspace is cleaned, beside the last combine (whose one-token latency the comments put at
+// ~3 µs, under the barrier's 4).
+inline constexpr double kMegaMoeFixedSeconds = (6.5 + 2.0 + 2 * 4.0) * 1e-6;
+inline constexpr double kMegaMoeEndBarrierSeconds = 4.0e-6;
 
 }  // namespace plumb

@@ -470,6 +470,7 @@ class StageCoster {
       w->waves = plan.waves;
       w->reduction = tokens * h * 2.0 * (1.0 + k) / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
       w->fixed = kMegaMoeFixedSeconds;
+      w->end_barrier = kMegaMoeEndBarrierSeconds;
       w->combine = pairs * 2.0 * h * remote / link;
     }
     wave_forward_.dispatch = pairs * (h + h / 32.0 + 4.0) * remote / link;
