@@ -6,7 +6,7 @@ namespace plumb {
 
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training) {
   const auto p = static_cast<std::size_t>(pass);
-  const double memory = op.bytes[p] / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  const double memory = gpu.hbm_seconds(op.bytes[p]);
   // Every pass that does work is a kernel launch (unfused attention's several, counted as one).
   const double overhead = op.flops[p] > 0 || op.bytes[p] > 0 ? gpu.kernel_overhead : 0.0;
   if (op.cls == OpClass::memory) return {memory + overhead, false};

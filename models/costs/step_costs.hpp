@@ -13,44 +13,11 @@
 
 #include "models/costs/flops.hpp"
 #include "models/costs/moe_waves.hpp"
+#include "models/costs/pass.hpp"
 #include "models/scenario/job.hpp"
 #include "models/schedules/registry.hpp"
 
 namespace plumb {
-
-enum class CommKind : std::uint8_t { tp, ep, pp, dp, cp };
-inline constexpr std::size_t kCommKinds = 5;
-std::string_view comm_kind_name(CommKind k);
-
-struct Segment {
-  double compute = 0;  // seconds on the compute stream
-  double comm = 0;     // seconds on a communication stream, after the compute (or beside it)
-  CommKind kind = CommKind::tp;
-  bool overlapped = false;  // the communication runs beside this compute (CP's ring exchange) instead of after it
-  double span() const { return overlapped ? std::max(compute, comm) : compute + comm; }
-};
-
-struct Pass {
-  std::vector<Segment> segments;
-  // ZeRO's per-micro-batch traffic: stage 3's parameter gathers, and stages 2 and 3's gradient
-  // reduce-scatters in the passes that make weight gradients; issued when the pass starts, bucketed
-  // layer by layer beside it, and waited for at its end. Kind dp.
-  double background = 0;
-
-  double compute() const;
-  double comm(CommKind k) const;
-  double span() const;  // run alone: the segments one after another, and at least the background
-  // What the pass puts through the GPU's network port: its communication of the kinds that cross
-  // nodes (`network`), the background included when data parallelism crosses them.
-  double port_load(const std::array<bool, kCommKinds>& network) const;
-  // span(), and at least the port load: the background shares the port with the pass's own traffic.
-  double span(const std::array<bool, kCommKinds>& network) const { return std::max(span(), port_load(network)); }
-  // Appends compute (merged into the last segment when that one has no communication yet).
-  void add_compute(double seconds);
-  void add_comm(double seconds, CommKind kind);
-  void add_overlapped(double compute, double comm, CommKind kind);
-  void append(const Pass& other);
-};
 
 struct StageCost {
   Pass forward, input_grad, weight_grad;
@@ -124,10 +91,5 @@ bool recomputed(const LayerOp& op, const Recompute& r);
 // — wk's of the qkv projection (its kv width of q + 2 kv), the out projection (wo), half the gate+up
 // projection (w3), none of the down projection (w2).
 double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer);
-
-// Two passes interleaved segment by segment on one compute stream and one communication stream, as
-// DualPipe overlaps a forward with a backward chunk (each one's communication hides under the other's
-// compute). Returns the makespan without SM sharing, and at least both passes' port load.
-double interleaved_span(const Pass& a, const Pass& b, const std::array<bool, kCommKinds>& network = {});
 
 }  // namespace plumb

@@ -41,6 +41,8 @@ struct GpuSpec {
   double hbm_capacity = 0;   // bytes
   double hbm_bandwidth = 0;  // bytes/s
   double hbm_efficiency = 1.0;  // share of hbm_bandwidth a streaming (elementwise) kernel reaches
+  // Seconds a streaming kernel takes to move `bytes` through HBM (reads and writes counted).
+  double hbm_seconds(double bytes) const { return bytes / (hbm_bandwidth * hbm_efficiency); }
   std::map<MathDtype, double> peak_dense;  // FLOP/s; a dtype the GPU lacks is absent
   double nvlink_bandwidth_per_direction = 0;  // bytes/s per GPU
   double cuda_context = 0;                    // bytes taken before the first allocation

@@ -99,11 +99,11 @@ class ObjectReader {
 std::optional<double> read_quantity(const Json& value, Dimension dim, const std::string& pointer,
                                     const SourceFile& src);
 
-// A short rendering of a JSON value for messages: 7, "fp8", {...}.
 // Whether `text` is well-formed UTF-8 (no truncated, overlong or surrogate sequences): what JSON
 // strings must hold. Readers that build JSON from raw bytes (TOML, argument lists) check it first;
 // the offset of the first bad byte in `bad_at`.
 bool valid_utf8(std::string_view text, std::size_t* bad_at = nullptr);
+// A short rendering of a JSON value for messages: 7, "fp8", {...}.
 std::string json_brief(const Json& value);
 
 }  // namespace plumb
