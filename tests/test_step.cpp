@@ -444,3 +444,50 @@ TEST_CASE("torchtitan's sequence-parallel collectives copy the gathered activati
   // Megatron-LM's collectives write the layout the GEMMs read: no copies.
   CHECK_FALSE(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").layout.sequence_parallel_copies);
 }
+
+TEST_CASE("torchtitan without torch.compile runs its elementwise ops as eager PyTorch kernels, with their bytes") {
+  // frameworks/torchtitan-2024-12.json: bytes per output element of each op's eager chain (RMSNorm 36
+  // forward, RoPE's fp32 complex multiply 20, silu and mul 10, ...); repeat_kv copies K and V to every
+  // query head. Llama 3 8B: hidden 4096, 32 query heads and 8 KV heads of 128, FFN 14336.
+  const std::string file = "published/torchtitan-h100-8b-fsdp8-sac.json";
+  const Job eager = scenario(file), compiled = scenario(file, {"training.compile=true"});
+  REQUIRE(eager.training.eager() != nullptr);
+  REQUIRE(compiled.training.eager() == nullptr);
+  auto op = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
+    for (const LayerOp& o : ops)
+      if (o.name == name) return &o;
+    return nullptr;
+  };
+  const OpContext ce = op_context(eager.layout, eager.training, eager.cluster.gpu);
+  const OpContext cc = op_context(compiled.layout, compiled.training, compiled.cluster.gpu);
+  const std::vector<LayerOp> e = layer_ops(eager.model, 0, ce), c = layer_ops(compiled.model, 0, cc);
+  const double T = 2 * 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
+  REQUIRE(op(e, "attention norm"));
+  CHECK(op(e, "attention norm")->bytes[0] == doctest::Approx(T * h * 36));
+  CHECK(op(e, "attention norm")->bytes[1] == doctest::Approx(T * h * 104));  // + the sum of wq, wk, wv's gradients
+  CHECK(op(e, "MLP norm")->bytes[1] == doctest::Approx(T * h * 98));
+  CHECK(op(e, "RoPE")->bytes[0] == doctest::Approx(T * (q + kv) * 20));
+  CHECK(op(e, "SwiGLU")->bytes[0] == doctest::Approx(T * f * 10));
+  CHECK(op(e, "SwiGLU")->bytes[1] == doctest::Approx(T * f * 18));
+  CHECK(op(e, "residual add")->bytes[1] == doctest::Approx(T * h * 6));
+  REQUIRE(op(e, "K/V repeat"));
+  CHECK(op(e, "K/V repeat")->bytes[0] == doctest::Approx(T * (2 * kv + 2 * q) * 2));
+  // Compiled, each chain is one fused pass: the norm reads and writes the activation once, RoPE its
+  // q and k, and the K/V copies are gone (Inductor feeds attention the expanded view).
+  CHECK(op(c, "attention norm")->bytes[0] == doctest::Approx(T * h * 4));
+  CHECK(op(c, "RoPE")->bytes[0] == doctest::Approx(T * (q + kv) * 4));
+  CHECK(op(c, "SwiGLU")->bytes[0] == doctest::Approx(T * f * 6));
+  CHECK(op(c, "K/V repeat") == nullptr);
+  // The step: the eager forward is slower by exactly the extra bytes at the HBM rate (and one more
+  // kernel's overhead, which this profile does not have).
+  double extra = 0;
+  for (const LayerOp& o : e) extra += o.bytes[0];
+  for (const LayerOp& o : c) extra -= o.bytes[0];
+  const StepCosts se = step_costs(eager), sc = step_costs(compiled);
+  const double layers = static_cast<double>(eager.model.layers);
+  double head_extra = T * h * (36 - 4);  // the final norm
+  CHECK(relative(se.stages[0].forward.compute() - sc.stages[0].forward.compute(),
+                 eager.cluster.gpu.hbm_seconds(layers * extra + head_extra)) < 1e-9);
+  // Megatron-LM's profile has no eager figures: its ops are Transformer Engine's fused kernels.
+  CHECK(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").training.eager() == nullptr);
+}

@@ -70,6 +70,7 @@ std::string pricing_text(const Job& job) {
                        100 * g.attention_efficiency_of(flash2, false), 100 * g.attention_efficiency_of(flash2, true));
   }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
+  if (job.training.eager()) out += " (elementwise ops as eager PyTorch kernels)";
   if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
   if (g.sustained_compute_scale_fp8) out += fmt::format(" (fp8 {:.3f}x)", *g.sustained_compute_scale_fp8);
   if (g.kernel_overhead > 0) out += fmt::format(", {:.1f} us a kernel", g.kernel_overhead * 1e6);

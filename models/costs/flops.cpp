@@ -52,11 +52,32 @@ void add_grad_accumulation(std::vector<LayerOp>& ops, double bytes) {
   ops = std::move(out);
 }
 
-// Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels and the
-// separate gradient accumulation.
+// The framework's eager figures for an elementwise op, by the name plumb gives it; none: priced fused.
+const std::optional<ElementwiseTraffic>* eager_traffic(const LayerOp& op, const EagerElementwise& e) {
+  if (op.cls != OpClass::memory) return nullptr;
+  auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
+  if (op.name == "attention norm") return &e.attention_norm;
+  if (op.name == "MLP norm") return &e.mlp_norm;
+  if (ends("final norm")) return &e.final_norm;
+  if (op.name == "RoPE") return &e.rope;
+  if (ends("SwiGLU")) return &e.swiglu;
+  if (op.name == "residual add") return &e.residual;
+  return nullptr;
+}
+
+// Eager kernels move more than the fused ones: their bytes per element from the framework profile.
+void apply_eager_elementwise(std::vector<LayerOp>& ops, const EagerElementwise& e) {
+  for (LayerOp& op : ops)
+    if (const std::optional<ElementwiseTraffic>* t = eager_traffic(op, e); t && *t)
+      op.bytes = {op.elements * (*t)->forward, op.elements * (*t)->backward, 0};
+}
+
+// Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels, the
+// separate gradient accumulation, and the eager framework's own elementwise traffic.
 void add_kernels_around_gemms(std::vector<LayerOp>& ops, const OpContext& c) {
   if (c.fp8_quantization) add_fp8_quantization(ops);
   if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
+  if (c.eager) apply_eager_elementwise(ops, *c.eager);
 }
 
 // `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
@@ -73,6 +94,14 @@ void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double
   ops[ops.size() - 2].before = tp_region;
   ops.push_back(gemm(prefix + "down projection", rows, f / shard, h, e));
   ops.back().after = tp_region == CommPoint::none ? CommPoint::none : CommPoint::tp_exit;
+}
+
+// Rotary position embedding of `width` query and key elements per token: a fused kernel (Transformer
+// Engine's, Megatron-LM's default --apply-rope-fusion) reads and writes them once; its backward reads
+// the output gradient and writes the input gradient.
+void add_rope(std::vector<LayerOp>& ops, const ModelSpec& m, double rows, double width) {
+  if (m.position != PositionKind::rope || width <= 0) return;
+  ops.push_back(elementwise("RoPE", rows, width, width, kElementwiseBytes, 2 * width));
 }
 
 }  // namespace
@@ -119,9 +148,16 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
     ops.push_back(gemm("kv down-projection", T, h, kv_lora + static_cast<double>(a.qk_rope_head_dim), e));
     ops.back().shares_input = a.q_lora_rank > 0;  // the normed hidden states the q down-projection read
     ops.push_back(gemm("kv up-projection", T, kv_lora, heads * (nope + static_cast<double>(a.v_head_dim)), e));
+    // Rotary embedding on the queries' rope dimensions and the one shared rope key.
+    add_rope(ops, m, T, heads * static_cast<double>(a.qk_rope_head_dim) + static_cast<double>(a.qk_rope_head_dim));
   } else {
     double q = heads * static_cast<double>(a.head_dim), kv = static_cast<double>(a.kv_heads) / tp * static_cast<double>(a.head_dim);
     ops.push_back(gemm("qkv projection", T, h, q + 2 * kv, e));
+    add_rope(ops, m, T, q + kv);
+    // Eager grouped-query attention copies K and V out to every query head (torchtitan's repeat_kv);
+    // the backward sums their gradients back per group.
+    if (c.eager && c.eager->kv_repeat_copy && kv < q)
+      ops.push_back(elementwise("K/V repeat", T, 2 * kv, 2 * q, kElementwiseBytes, 2 * q + 2 * kv));
   }
   // Scores and the weighted sum: 2·T·seq·heads·(d_qk + d_v) forward; the input gradient does twice
   // that (Qi et al. Table 1: 4s vs 8s per sbh), the scores have no weights.

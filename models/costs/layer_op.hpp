@@ -3,8 +3,11 @@
 // micro-batch), and the shapes its GEMMs and attention kernels take.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "models/spec/training.hpp"
 
 namespace plumb {
 
@@ -28,6 +31,9 @@ struct LayerOp {
   // GEMMs: `rows` tokens from `in` to `out` features. Forward is rows×in by in×out; the input
   // gradient rows×out by out×in; the weight gradient in×rows by rows×out.
   double rows = 0, in = 0, out = 0;
+  // Elementwise ops: the elements they write (rows × written width), what per-element traffic
+  // (EagerElementwise) multiplies.
+  double elements = 0;
   // Kept in 16-bit under fp8 training: DeepSeek-V3 §3.3.1 keeps the output head and the MoE gating
   // (with embedding, normalization and attention, which are not GEMMs here) in BF16 or FP32.
   bool high_precision = false;
@@ -92,6 +98,8 @@ struct OpContext {
   // `element_bytes`.
   double expert_weights = 0;
   double expert_weight_bytes(double fallback) const { return expert_weights > 0 ? expert_weights : fallback; }
+  // The framework's eager elementwise kernels, where they price this run (TrainingSpec::eager).
+  std::optional<EagerElementwise> eager;
 };
 
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.

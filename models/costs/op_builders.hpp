@@ -29,7 +29,9 @@ inline LayerOp elementwise(std::string name, double rows, double read, double wr
                     double backward = -1) {
   double forward = rows * (read + write) * e;
   double back = rows * (backward >= 0 ? backward : 2 * read + write) * e;
-  return {std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {forward, back, 0}};
+  LayerOp op{std::move(name), OpClass::memory, {rows * read, rows * read, 0}, {forward, back, 0}};
+  op.elements = rows * write;
+  return op;
 }
 
 // The residual connection after each block: read the block output and the residual stream, write

@@ -47,6 +47,9 @@ bool recomputed(const LayerOp& op, const Recompute& r) {
   if (r.norms && ends("norm")) return true;
   if (r.mla_up_proj && (ends("q up-projection") || ends("kv up-projection"))) return true;
   if (r.activation && (ends("SwiGLU") || ends("GeLU"))) return true;
+  // torchtitan's per-op policies save only matmuls, attention and collectives: the rotary embedding
+  // and the K/V copies run again too.
+  if ((r.alternate_matmuls || r.matmuls) && (op.name == "RoPE" || op.name == "K/V repeat")) return true;
   return false;
 }
 

@@ -40,7 +40,7 @@ Framework apply_framework(Json& doc, SourceFile& src) {
       keys.push_back(dotted);
       if (!target.is_object() || target.contains(key)) continue;  // the scenario's own value wins
       target[key] = value;
-      fw.applied.push_back(fmt::format("{}={}", dotted, value.dump()));
+      fw.applied.push_back(fmt::format("{}={}", dotted, value.is_object() ? json_brief(value) : value.dump()));
       src.overrides[json_pointer_append(json_pointer_append("", section), key)] =
           file.name == src.name ? std::string("the framework profile at /framework") : fmt::format("framework profile {}", file.name);
     }

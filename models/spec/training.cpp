@@ -11,6 +11,34 @@ double dtype_bytes(ObjectReader& r, std::string_view key, double fallback, bool 
   return r.choice<double>(key, Need::optional, options).value_or(fallback);
 }
 
+// Bytes per output element of one eager elementwise op: {"forward": B, "backward": B}.
+std::optional<ElementwiseTraffic> read_traffic(ObjectReader& r, std::string_view key) {
+  const Json* v = r.child(key, Need::optional);
+  if (!v) return std::nullopt;
+  ObjectReader o(*v, r.pointer(key), r.source());
+  if (!o.is_object()) return std::nullopt;
+  ElementwiseTraffic t;
+  t.forward = o.number("forward", Need::required, 0.0, 1000.0).value_or(0);
+  t.backward = o.number("backward", Need::required, 0.0, 1000.0).value_or(0);
+  return t;
+}
+
+std::optional<EagerElementwise> read_eager_elementwise(ObjectReader& r) {
+  const Json* v = r.child("eager_elementwise", Need::optional);
+  if (!v) return std::nullopt;
+  ObjectReader o(*v, r.pointer("eager_elementwise"), r.source());
+  if (!o.is_object()) return std::nullopt;
+  EagerElementwise e;
+  e.attention_norm = read_traffic(o, "attention_norm");
+  e.mlp_norm = read_traffic(o, "mlp_norm");
+  e.final_norm = read_traffic(o, "final_norm");
+  e.rope = read_traffic(o, "rope");
+  e.swiglu = read_traffic(o, "swiglu");
+  e.residual = read_traffic(o, "residual");
+  e.kv_repeat_copy = o.boolean("kv_repeat_copy", Need::optional).value_or(false);
+  return e;
+}
+
 }  // namespace
 
 std::string_view precision_name(Precision p) {
@@ -49,6 +77,8 @@ TrainingSpec read_training(ObjectReader& r) {
   t.fused_grad_accumulation =
       r.choice<bool>("grad_accumulation", Need::optional, {{"fused", true}, {"separate", false}}).value_or(true);
   t.fused_cross_entropy = r.choice<bool>("cross_entropy", Need::optional, {{"fused", true}, {"fp32_upcast", false}}).value_or(true);
+  t.eager_elementwise = read_eager_elementwise(r);
+  t.compiled = r.boolean("compile", Need::optional).value_or(false);
   t.expert_weight_bytes = r.choice<double>("expert_weights", Need::optional, {{"as_inputs", 0.0}, {"fp4", 0.5 + 1.0 / 32.0}}).value_or(0.0);
   t.fp8_gemm_inputs = t.precision == Precision::fp8;
   if (const Json* cache = r.child("fp8_cache", Need::optional)) {

@@ -1,6 +1,7 @@
 #pragma once
 // What is trained and how: sequence, batch, precision, optimizer state types, token budget, price.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,6 +53,22 @@ struct MuonSpec {
   bool bf16_expert_grads = true;
 };
 
+// HBM bytes per element of an elementwise op's output, in its forward and in its backward.
+struct ElementwiseTraffic {
+  double forward = 0, backward = 0;
+};
+
+// A framework's elementwise ops as separate eager PyTorch kernels (each op of the module's Python
+// forward its own kernel, fp32 upcasts materialised, autograd's backward formulas op by op), where a
+// fused kernel (Transformer Engine, a Triton kernel) or torch.compile would run one pass. Per op as
+// plumb names them; an op absent here is priced fused. `kv_repeat_copy`: grouped K and V are copied
+// out to every query head before attention (a reshape of an expanded tensor), and their gradients
+// summed back in backward.
+struct EagerElementwise {
+  std::optional<ElementwiseTraffic> attention_norm, mlp_norm, final_norm, rope, swiglu, residual;
+  bool kv_repeat_copy = false;
+};
+
 struct TrainingSpec {
   std::int64_t seq_len = 0;
   std::int64_t global_batch = 0;  // sequences per optimizer step
@@ -72,6 +89,13 @@ struct TrainingSpec {
   // F.cross_entropy on an fp32 upcast of the bf16 logits (torchtitan), whose loss momentarily holds
   // more (models/memory: the loss's transient bytes).
   bool fused_cross_entropy = true;
+  // The framework's eager elementwise kernels (framework profile) and whether the model is compiled
+  // (torch.compile of each block, torchtitan's [training] compile): compiled, Inductor fuses each
+  // chain into about one kernel and the eager figures do not apply.
+  std::optional<EagerElementwise> eager_elementwise;
+  bool compiled = false;
+  // The eager figures that price this run: none when compiled or the framework fuses its ops.
+  const EagerElementwise* eager() const { return compiled || !eager_elementwise ? nullptr : &*eager_elementwise; }
   // Bytes per routed-expert weight the expert GEMMs read, when narrower than their inputs: "fp4" (E2M1
   // with a UE8M0 scale per 32: 0.5 + 1/32), as DeepSeek-V4's quantization-aware training and DeepGEMM's
   // FP8×FP4 MoE kernels use (report §3.3); 0 reads them at the GEMM's input width. Memory is unchanged
