@@ -143,7 +143,9 @@ const Command& calibrate_command() {
        "job it ran; --stage the stage, 0 by default), the scenario's GPU profile (or --profile) is fitted so that\n"
        "the stage, priced with it, spends the trace's GPU time per class: every GEMM figure scaled alike to the\n"
        "GEMM kernels, the fused-attention efficiencies to the attention forward and backward kernels, and\n"
-       "hbm_efficiency to the memory-bound kernels; the stage's span before and after is printed, not fitted.",
+       "hbm_efficiency to the memory-bound kernels; the stage's span before and after is printed, not fitted.\n"
+       "Where the trace recorded shapes (record_shapes=True), the GEMMs are fitted per shape instead:\n"
+       "gemm_model.<dtype>'s ceiling and K overhead by least squares over each GEMM op's time at its (m, n, k).",
        {"[MEASUREMENTS.json...]"},
        {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
         {"--profile", "P", "the profile to calibrate: a catalogue name or a path (GPU measurements: their device's, by default)"},

@@ -236,3 +236,46 @@ TEST_CASE("compare --trace --timeline: the trace's kernels and plumb's F&B pair 
   CHECK(predicted_end > 0.5 * 129012);
   CHECK(predicted_end < 2 * 129012);
 }
+
+TEST_CASE("a trace with recorded shapes: its GEMMs fit gemm_model per shape, recovering the model the times were drawn from") {
+  // tests/fixtures/traces/gemm-shapes-kineto.json (make-gemm-shapes.py): 27 bf16 GEMM ops (aten::mm,
+  // addmm with a split-K reduction kernel, a 4-way bmm) whose kernels take the time a shape model with
+  // ceiling 0.70 and K overhead 300 (128x128 tiles, 132 SMs, 989.4 TFLOP/s) gives them; one fp8
+  // _scaled_mm (too few to fit) and an aten::add that records dims too (not a GEMM).
+  const std::string file = (data_dir() / "tests/fixtures/traces/gemm-shapes-kineto.json").string();
+  const GpuTrace raw = read_gpu_trace(file);
+  CHECK(raw.gemm_shapes.size() == 28);
+  const GemmOpShape& bmm = raw.gemm_shapes.at(127);
+  CHECK((bmm.m == 1536 && bmm.n == 1408 && bmm.k == 2048 && bmm.groups == 4 && bmm.dtype == GemmInputType::bf16));
+  CHECK(raw.gemm_shapes.at(128).dtype == GemmInputType::fp8);
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary trace = summarize_trace(raw, classes);
+  REQUIRE(trace.gemm_samples.size() == 28);
+  CHECK(trace.gemm_samples[25].kernels == 2);  // the addmm's GEMM and its split-K reduction
+  CHECK(trace.unknown.empty());
+
+  Job job = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
+  Diagnostics d;
+  SourceFile src{"profile", {}, &d, {}};
+  const Json profile = load_profile_document(data_dir() / "hw_profiles/gpus/h100-sxm.json", false, src);
+  REQUIRE(d.empty());
+  const TraceCalibration c = calibrate_from_trace(profile, job, trace, 0);
+  REQUIRE(c.shape_fits.size() == 1);
+  const TraceShapeFit& f = c.shape_fits[0];
+  CHECK(f.dtype == "bf16");
+  CHECK(f.gemms == 27);
+  CHECK(f.kernels == 28);
+  CHECK(f.after.ceiling == doctest::Approx(0.70).epsilon(1e-4));  // the times are written to the nanosecond
+  CHECK(f.after.k_overhead == doctest::Approx(300).epsilon(1e-4));
+  CHECK(f.rms_after < 1e-4);
+  CHECK(f.rms_before > 0.1);  // the bundled H100 model (0.836, 118) prices these kernels well off
+  CHECK(c.profile["gemm_model"]["bf16"]["ceiling"] == 0.7);
+  CHECK(c.profile["gemm_model"]["bf16"]["k_overhead"] == 300);
+  CHECK(c.profile["sources"]["gemm_model"].get<std::string>().find("fitted per shape by plumb calibrate --trace") == 0);
+  REQUIRE_FALSE(c.fits.empty());
+  CHECK(c.fits[0].per_shape);  // the GEMM class is not scaled on top
+  CHECK(c.fits[0].scale == 1.0);
+  // The DeepSeek-V3 trace recorded no shapes: nothing to fit per shape there.
+  const TraceSummary deepseek = summarize_trace(read_gpu_trace(kTrace), classes);
+  CHECK(deepseek.gemm_samples.empty());
+}

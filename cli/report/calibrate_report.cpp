@@ -93,8 +93,18 @@ std::string trace_calibration_report(const TraceCalibration& c) {
       out += fmt::format("{:<38} {:>8} {:>12}   not fitted: the trace has no {} kernels\n", f.field, 0, "–", f.classes);
       continue;
     }
-    out += fmt::format("{:<38} {:>8} {:>12.3f} {:>14.3f} {:>13.3f} {:>8.4f}{}\n", f.field, f.kernels, 1e3 * f.measured, 1e3 * f.predicted_before,
-                       1e3 * f.predicted_after, f.scale, f.capped ? "  (capped at the peak)" : "");
+    out += fmt::format("{:<38} {:>8} {:>12.3f} {:>14.3f} {:>13.3f} {:>8}{}\n", f.field, f.kernels, 1e3 * f.measured, 1e3 * f.predicted_before,
+                       1e3 * f.predicted_after, f.per_shape ? "shapes" : fmt::format("{:.4f}", f.scale),
+                       f.capped ? "  (capped at the peak)" : "");
+  }
+  if (!c.shape_fits.empty()) {
+    out += fmt::format("\n{:<38} {:>8} {:>8} {:>22} {:>22}\n", "gemm_model fitted per shape", "GEMMs", "kernels", "before: ceiling, K ovh",
+                       "after: ceiling, K ovh");
+    for (const TraceShapeFit& f : c.shape_fits)
+      out += fmt::format("{:<38} {:>8} {:>8} {:>9.3f} {:>5.0f} ({:>4.1f}%) {:>9.3f} {:>5.0f} ({:>4.1f}%)\n", "gemm_model." + f.dtype, f.gemms,
+                         f.kernels, f.before.ceiling, f.before.k_overhead, 100 * f.rms_before, f.after.ceiling, f.after.k_overhead,
+                         100 * f.rms_after);
+    out += "(each op's time at its shape, the profile's tile and sustained clock; the % is the RMS error of the ops' times)\n";
   }
   out += fmt::format("\nthe stage's span, not fitted: measured {:.3f} ms, plumb {:.3f} ms before ({:+.1f}%), {:.3f} ms with the calibrated "
                      "profile ({:+.1f}%)\n",
@@ -109,8 +119,14 @@ Json trace_calibration_json(const TraceCalibration& c) {
   for (const TraceFit& f : c.fits)
     fits.push_back({{"term", f.field}, {"classes", f.classes}, {"kernels", f.kernels}, {"measured_s", f.measured},
                     {"predicted_before_s", f.predicted_before}, {"predicted_after_s", f.predicted_after}, {"scale", f.scale},
-                    {"capped", f.capped}});
+                    {"capped", f.capped}, {"per_shape", f.per_shape}});
+  Json shapes = Json::array();
+  for (const TraceShapeFit& f : c.shape_fits)
+    shapes.push_back({{"term", "gemm_model." + f.dtype}, {"gemms", f.gemms}, {"kernels", f.kernels},
+                      {"before", {{"ceiling", f.before.ceiling}, {"k_overhead", f.before.k_overhead}, {"rms_time_error", f.rms_before}}},
+                      {"after", {{"ceiling", f.after.ceiling}, {"k_overhead", f.after.k_overhead}, {"rms_time_error", f.rms_after}}}});
   return {{"fits", fits},
+          {"shape_fits", shapes},
           {"span", {{"measured_s", c.measured_span}, {"before_s", c.span_before}, {"after_s", c.span_after}}},
           {"profile", c.profile}};
 }

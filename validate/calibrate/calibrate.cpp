@@ -106,17 +106,6 @@ std::string fit_source(const std::string& what, const std::string& files, std::s
   return fmt::format("fitted by plumb calibrate from {} ({}; {} points, RMS relative error {:.1f}%)", files, what, points, 100 * rms);
 }
 
-// The shape model for one dtype's GEMMs on the profile's tile (128×128 where it has none); none when
-// the GEMMs do not span two K values, which the fit needs to tell the K overhead from the ceiling.
-std::optional<GemmShapeFit> fit_shape(const std::vector<GemmShapePoint>& points, const GpuSpec& gpu, MathDtype dtype) {
-  GemmShapeModel tile;
-  if (auto it = gpu.gemm_model.find(dtype); it != gpu.gemm_model.end()) tile = it->second;
-  std::set<double> ks;
-  for (const GemmShapePoint& p : points) ks.insert(tile.tiling(p.m, p.n, p.k, p.groups, gpu.sms).k_steps);
-  if (ks.size() < 2) return std::nullopt;
-  return fit_gemm_shape(points, tile.tile_m, tile.tile_n, gpu.sms);
-}
-
 // Sets `field` to the median of `shares` (at most 1), its source naming the files and `what` was
 // measured; the report and --json list it.
 void set_share(Calibration& c, const std::string& field, std::vector<double> shares, const std::string& files, std::string_view what) {
@@ -149,13 +138,6 @@ double fit_kernel_overhead(Calibration& c, const std::vector<Measurements>& meas
   return overhead;
 }
 
-// The fitted model's figures as the profile holds them (gemm_model.<dtype>, or one of its kernels).
-void write_shape_model(Json& node, const GemmShapeModel& s) {
-  node["ceiling"] = std::round(s.ceiling * 1000) / 1000;
-  node["k_overhead"] = std::round(s.k_overhead);
-  node["tile"] = {s.tile_m, s.tile_n};
-}
-
 // GEMM efficiency tables (and shape models) from the GEMMs' times less the launch overhead.
 void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurements>& measured, double overhead,
                const std::string& files) {
@@ -183,7 +165,7 @@ void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurement
     if (flops.size() < 2) continue;
     GemmFit f;
     const std::string name(math_dtype_name(dtype));
-    f.shape = fit_shape(kernels[""], gpu, dtype);
+    f.shape = fit_shape_on_profile_tile(kernels[""], gpu, dtype);
     if (!f.shape && c.profile.contains("gemm_model") && c.profile["gemm_model"].contains(name)) {
       // The bundled shape model would outrank the table fitted here: it goes, so the measurements decide.
       c.profile["gemm_model"].erase(name);
@@ -205,7 +187,7 @@ void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurement
       describe("", *f.shape, kernels[""].size());
       for (const char* kernel : {"weight_gradient", "grouped", "grouped.weight_gradient"}) {
         const std::vector<GemmShapePoint>& points = kernels[kernel];
-        std::optional<GemmShapeFit> fit = points.empty() ? std::nullopt : fit_shape(points, gpu, dtype);
+        std::optional<GemmShapeFit> fit = points.empty() ? std::nullopt : fit_shape_on_profile_tile(points, gpu, dtype);
         if (!fit) continue;
         Json& node = std::string(kernel) == "grouped.weight_gradient" ? c.profile["gemm_model"][name]["grouped"]["weight_gradient"]
                                                                        : c.profile["gemm_model"][name][kernel];

@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <stdexcept>
 
 namespace plumb {
@@ -97,6 +98,21 @@ GemmShapeFit fit_gemm_shape(const std::vector<GemmShapePoint>& points, std::int6
   }
   f.rms_relative_error = rms(f.relative_errors);
   return f;
+}
+
+std::optional<GemmShapeFit> fit_shape_on_profile_tile(const std::vector<GemmShapePoint>& points, const GpuSpec& gpu, MathDtype dtype) {
+  GemmShapeModel tile;
+  if (auto it = gpu.gemm_model.find(dtype); it != gpu.gemm_model.end()) tile = it->second;
+  std::set<double> ks;
+  for (const GemmShapePoint& p : points) ks.insert(tile.tiling(p.m, p.n, p.k, p.groups, gpu.sms).k_steps);
+  if (ks.size() < 2) return std::nullopt;
+  return fit_gemm_shape(points, tile.tile_m, tile.tile_n, gpu.sms);
+}
+
+void write_shape_model(Json& node, const GemmShapeModel& s) {
+  node["ceiling"] = std::round(s.ceiling * 1000) / 1000;
+  node["k_overhead"] = std::round(s.k_overhead);
+  node["tile"] = {s.tile_m, s.tile_n};
 }
 
 }  // namespace plumb

@@ -1,6 +1,7 @@
 #pragma once
 // Least-squares fits (Eigen) of plumb's cost terms to measurements.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "models/hardware/hardware.hpp"
@@ -43,5 +44,12 @@ struct GemmShapeFit {
   std::vector<double> relative_errors;
 };
 GemmShapeFit fit_gemm_shape(const std::vector<GemmShapePoint>& points, std::int64_t tile_m, std::int64_t tile_n, std::int64_t sms);
+
+// The shape model for one dtype's GEMMs on the profile's tile (128×128 where it has none); none when
+// the GEMMs do not span two K values, which the fit needs to tell the K overhead from the ceiling.
+std::optional<GemmShapeFit> fit_shape_on_profile_tile(const std::vector<GemmShapePoint>& points, const GpuSpec& gpu, MathDtype dtype);
+
+// The fitted model's figures as a GPU profile holds them (gemm_model.<dtype>, or one of its kernels).
+void write_shape_model(Json& node, const GemmShapeModel& s);
 
 }  // namespace plumb

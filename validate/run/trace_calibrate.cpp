@@ -6,6 +6,7 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/input/diagnostics.hpp"
+#include "validate/calibrate/fit.hpp"
 #include "validate/run/trace_compare.hpp"
 
 namespace plumb {
@@ -63,6 +64,51 @@ Measured measured_of(const TraceSummary& t) {
   return m;
 }
 
+// Relative error of the ops' times under a shape model: time ∝ 1/efficiency.
+double rms_time_error(const std::vector<GemmShapePoint>& points, const GemmShapeModel& model, std::int64_t sms) {
+  double sum = 0;
+  for (const GemmShapePoint& p : points) {
+    const double e = model.efficiency(p.m, p.n, p.k, p.groups, sms);
+    sum += (p.efficiency / e - 1) * (p.efficiency / e - 1);
+  }
+  return points.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(points.size()));
+}
+
+// gemm_model.<dtype> fitted to the trace's GEMM ops with shapes, per dtype the GPU has a peak for: each
+// op's efficiency is its FLOPs over its kernels' time at the dtype's peak and sustained clock (a trace
+// is a training step, so its clocks are the sustained ones the profile scales by).
+std::vector<TraceShapeFit> fit_trace_shapes(Json& profile, const GpuSpec& gpu, const TraceSummary& trace) {
+  std::vector<TraceShapeFit> fits;
+  for (MathDtype dtype : {MathDtype::bf16, MathDtype::fp8}) {
+    if (!gpu.peak_dense.count(dtype)) continue;
+    TraceShapeFit f;
+    f.dtype = std::string(math_dtype_name(dtype));
+    std::vector<GemmShapePoint> points;
+    for (const GemmSample& g : trace.gemm_samples) {
+      if (gemm_input_type_name(g.shape.dtype) != f.dtype || g.time_us <= 0) continue;
+      const double flops = 2 * g.shape.m * g.shape.n * g.shape.k * g.shape.groups;
+      points.push_back({g.shape.m, g.shape.n, g.shape.k, g.shape.groups,
+                        flops / (g.time_us * 1e-6 * gpu.peak_dense.at(dtype) * gpu.sustained_scale(dtype))});
+      f.kernels += g.kernels;
+    }
+    const std::optional<GemmShapeFit> fit = points.size() < 3 ? std::nullopt : fit_shape_on_profile_tile(points, gpu, dtype);
+    if (!fit) continue;
+    f.gemms = points.size();
+    if (auto it = gpu.gemm_model.find(dtype); it != gpu.gemm_model.end()) f.before = it->second;
+    else f.before.ceiling = gpu.gemm_efficiency_at(1e12, dtype);  // the table's large-GEMM row, for the comparison
+    f.after = fit->model;
+    f.rms_before = rms_time_error(points, f.before, gpu.sms);
+    f.rms_after = rms_time_error(points, f.after, gpu.sms);
+    write_shape_model(profile["gemm_model"][f.dtype], f.after);
+    profile["sources"]["gemm_model"] = fmt::format(
+        "fitted per shape by plumb calibrate --trace {}: {} {} GEMM ops ({} kernels) with recorded shapes, at the sustained clock, "
+        "RMS time error {:.1f}% (the profile's model before: {:.1f}%)",
+        trace.file, f.gemms, f.dtype, f.kernels, 100 * f.rms_after, 100 * f.rms_before);
+    fits.push_back(f);
+  }
+  return fits;
+}
+
 }  // namespace
 
 TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, const TraceSummary& trace, std::int64_t stage) {
@@ -92,12 +138,18 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
             {backward_field, "attention_backward", m.backward_kernels, m.attention_backward, before.attention_backward},
             {"hbm_efficiency", "every memory-bound class", m.memory_kernels, m.memory, before.memory}};
   StagePrediction now = before;
+  c.shape_fits = fit_trace_shapes(c.profile, original, trace);
+  if (!c.shape_fits.empty()) {
+    c.fits[0].per_shape = true;
+    priced.cluster.gpu = read_profile_json(c.profile);
+    now = predict_stage(priced, stage);
+  }
   for (int round = 0; round < 6; ++round) {
     const double predicted[] = {now.gemm, now.attention_forward, now.attention_backward, now.memory};
     bool agree = true;
     for (std::size_t i = 0; i < c.fits.size(); ++i) {
       TraceFit& f = c.fits[i];
-      if (f.measured <= 0 || predicted[i] <= 0 || f.capped) continue;
+      if (f.measured <= 0 || predicted[i] <= 0 || f.capped || f.per_shape) continue;
       const double s = predicted[i] / f.measured;
       if (std::abs(s - 1) < 1e-3) continue;
       agree = false;
@@ -112,7 +164,7 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
   for (std::size_t i = 0; i < c.fits.size(); ++i) {
     TraceFit& f = c.fits[i];
     f.predicted_after = after[i];
-    if (f.measured <= 0) continue;
+    if (f.measured <= 0 || f.per_shape) continue;
     c.profile["sources"][f.field] = fmt::format(
         "calibrated by plumb calibrate --trace {} (stage {} of {}, {} layers): {} kernels of {} took {:.3f} ms, plumb {:.3f} ms before, "
         "{:.3f} ms after scaling by {:.4f}{}; earlier: {}",

@@ -5,7 +5,10 @@
 // kernel uses), memory-bound kernels (hbm_efficiency). Each figure is scaled by predicted over measured
 // time and the stage priced again until they agree (op times are rooflines, so a few rounds), capped
 // at the datasheet peak. Communication is not fitted: a communication kernel's time in a trace
-// includes its wait for the peers.
+// includes its wait for the peers. Where the trace recorded shapes (torch.profiler record_shapes),
+// the GEMMs are fitted per shape first: gemm_model.<dtype>'s ceiling and K overhead by least squares
+// over every GEMM op's time at its (m, n, k), on the profile's tile, at its sustained clock; the GEMM
+// class is then not scaled.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,11 +26,22 @@ struct TraceFit {
   double measured = 0, predicted_before = 0, predicted_after = 0;  // seconds
   double scale = 1;       // applied to the figure
   bool capped = false;    // the figure reached the datasheet peak before the times agreed
+  bool per_shape = false; // gemm_model fitted per shape instead (TraceShapeFit), not scaled
+};
+
+// gemm_model.<dtype> fitted to the GEMM ops whose shapes the trace recorded.
+struct TraceShapeFit {
+  std::string dtype;
+  std::size_t gemms = 0;        // ops (shapes) it was fitted to
+  std::uint64_t kernels = 0;    // their kernels
+  GemmShapeModel before, after;
+  double rms_before = 0, rms_after = 0;  // relative error of the ops' times
 };
 
 struct TraceCalibration {
   Json profile;  // the calibrated GPU profile, ready to write
   std::vector<TraceFit> fits;
+  std::vector<TraceShapeFit> shape_fits;
   double measured_span = 0, span_before = 0, span_after = 0;  // the stage's span (F&B pair where paired)
 };
 

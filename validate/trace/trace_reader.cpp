@@ -57,6 +57,7 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
   bool number_float(number_float_t v, const string_t&) override { return number(v); }
   bool binary(binary_t&) override { return scalar(); }
   bool string(string_t& v) override {
+    if (in_args_ && depth_ == events_depth_ + 3 && key_ == "Input type") input_types_.push_back(v);
     if (in_event_ && depth_ == events_depth_ + 1) {
       if (key_ == "name") name_ = v;
       else if (key_ == "ph") ph_ = v;
@@ -84,6 +85,7 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
   }
   bool start_array(std::size_t) override {
     ++depth_;
+    if (in_args_ && depth_ == events_depth_ + 4 && key_ == "Input Dims") input_dims_.emplace_back();
     if (depth_ == 1 && !root_seen_) events_depth_ = 1;  // a bare array of events
     if (depth_ == 2 && key_ == "traceEvents") events_depth_ = 2;
     if (depth_ == 2 && key_ == "deviceProperties") in_device_properties_ = true;
@@ -120,20 +122,49 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     } else if (in_args_ && depth_ == events_depth_ + 2) {
       if (key_ == "stream") stream_ = v;
       else if (key_ == "device") device_ = v;
+      else if (key_ == "External id") external_ = v;
+    } else if (in_args_ && depth_ == events_depth_ + 4 && key_ == "Input Dims" && !input_dims_.empty()) {
+      input_dims_.back().push_back(v);
     }
     return scalar();
   }
   void begin_event() {
     in_event_ = true;
     name_.clear(), ph_.clear(), cat_.clear();
-    ts_ = dur_ = tid_ = pid_ = stream_ = device_ = -1;
+    ts_ = dur_ = tid_ = pid_ = stream_ = device_ = external_ = -1;
+    input_dims_.clear(), input_types_.clear();
   }
   static bool gpu_category(const std::string& cat) {
     return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" || cat == "Memset";
   }
+  // The shape of a GEMM op from its recorded input dims: which inputs are A and B, by op.
+  void add_gemm_shape() {
+    std::size_t a = 0;
+    bool batched = false;
+    if (name_ == "aten::mm" || name_ == "aten::_scaled_mm") a = 0;
+    else if (name_ == "aten::addmm") a = 1;
+    else if (name_ == "aten::bmm") a = 0, batched = true;
+    else if (name_ == "aten::baddbmm") a = 1, batched = true;
+    else return;
+    const std::size_t rank = batched ? 3 : 2;
+    if (input_dims_.size() < a + 2 || input_dims_[a].size() != rank || input_dims_[a + 1].size() != rank) return;
+    const std::vector<double>&A = input_dims_[a], &B = input_dims_[a + 1];
+    GemmOpShape g;
+    g.groups = batched ? A[0] : 1;
+    g.m = A[rank - 2], g.k = A[rank - 1], g.n = B[rank - 1];
+    if (B[rank - 2] != g.k || g.m <= 0 || g.n <= 0 || g.k <= 0 || g.groups <= 0) return;
+    const std::string type = a < input_types_.size() ? input_types_[a] : "";
+    if (type == "c10::BFloat16") g.dtype = GemmInputType::bf16;
+    else if (type == "c10::Half") g.dtype = GemmInputType::fp16;
+    else if (type.starts_with("c10::Float8_e")) g.dtype = GemmInputType::fp8;
+    else if (type == "float") g.dtype = GemmInputType::fp32;
+    else return;
+    out_.gemm_shapes[static_cast<std::int64_t>(external_)] = g;
+  }
   void end_event() {
     in_event_ = false;
     ++out_.events_seen;
+    if (cat_ == "cpu_op" && external_ >= 0 && !input_dims_.empty()) add_gemm_shape();
     if (ph_ != "X" || !gpu_category(cat_) || ts_ < 0 || dur_ < 0) return;
     auto [it, added] = name_index_.try_emplace(name_, static_cast<std::uint32_t>(out_.names.size()));
     if (added) out_.names.push_back(name_);
@@ -143,6 +174,7 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     e.device = static_cast<std::int32_t>(device_ >= 0 ? device_ : pid_);
     e.start_us = ts_;
     e.duration_us = dur_;
+    e.external_id = static_cast<std::int64_t>(external_);
     out_.events.push_back(e);
   }
 
@@ -151,12 +183,24 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
   int depth_ = 0, events_depth_ = 0;
   bool root_seen_ = false, events_found_ = false, in_event_ = false, in_args_ = false, in_device_properties_ = false;
   std::string key_, name_, ph_, cat_;
-  double ts_ = -1, dur_ = -1, tid_ = -1, pid_ = -1, stream_ = -1, device_ = -1;
+  double ts_ = -1, dur_ = -1, tid_ = -1, pid_ = -1, stream_ = -1, device_ = -1, external_ = -1;
+  std::vector<std::vector<double>> input_dims_;  // a CPU op's args["Input Dims"]
+  std::vector<std::string> input_types_;         // and args["Input type"]
   std::size_t error_at_ = 0;
   std::string error_;
 };
 
 }  // namespace
+
+const char* gemm_input_type_name(GemmInputType t) {
+  switch (t) {
+    case GemmInputType::bf16: return "bf16";
+    case GemmInputType::fp16: return "fp16";
+    case GemmInputType::fp8: return "fp8";
+    case GemmInputType::fp32: return "fp32";
+  }
+  return "?";
+}
 
 GpuTrace read_gpu_trace(const std::string& path) {
   auto fail = [&](const std::string& where, const std::string& message) { throw InputError({Diagnostic{path, where, message}}); };

@@ -5,6 +5,7 @@
 // array of events.
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace plumb {
@@ -14,6 +15,18 @@ struct GpuEvent {
   std::int32_t stream = 0;  // CUDA stream (args.stream, else the event's tid)
   std::int32_t device = 0;  // args.device, else the pid
   double start_us = 0, duration_us = 0;
+  std::int64_t external_id = -1;  // args["External id"]: the CPU op that launched it (-1: none)
+};
+
+// A GEMM's inputs' dtype as the op recorded it: c10::BFloat16, c10::Half, c10::Float8_e4m3fn or _e5m2, float.
+enum class GemmInputType : std::uint8_t { bf16, fp16, fp8, fp32 };
+const char* gemm_input_type_name(GemmInputType t);  // "bf16", "fp16", "fp8", "fp32"
+
+// A GEMM's shape as a CPU op recorded it (torch.profiler with record_shapes): C[m×n] = A[m×k]·B[k×n],
+// `groups` of them (a batched GEMM).
+struct GemmOpShape {
+  double m = 0, n = 0, k = 0, groups = 1;
+  GemmInputType dtype = GemmInputType::bf16;
 };
 
 struct GpuTrace {
@@ -21,6 +34,9 @@ struct GpuTrace {
   std::string device_name;  // deviceProperties[0].name, where the trace has it
   std::vector<std::string> names;
   std::vector<GpuEvent> events;  // in file order
+  // The shapes of the GEMM ops (aten::mm, addmm, bmm, baddbmm, _scaled_mm) by External id, where the
+  // trace recorded shapes; their kernels carry the same id.
+  std::unordered_map<std::int64_t, GemmOpShape> gemm_shapes;
   std::uint64_t events_seen = 0; // every event of the file, GPU or not
   std::uint64_t bytes_read = 0;  // of the file as stored (compressed where it is)
 };

@@ -29,6 +29,7 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Interval>> by_stream;
   std::map<std::pair<std::int32_t, std::int32_t>, double> stream_communication;
   std::vector<Interval> compute, communication;
+  std::map<std::int64_t, GemmSample> gemms;
   double first = std::numeric_limits<double>::max(), last = std::numeric_limits<double>::lowest();
   for (const GpuEvent& e : trace.events) {
     const Interval span{e.start_us, e.start_us + e.duration_us};
@@ -50,6 +51,13 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
     t.time_us += e.duration_us;
     t.streams[e.stream] += e.duration_us;
     s.by_plumb_op[t.plumb_op] += e.duration_us;
+    if (t.plumb_op == "gemm" && e.external_id >= 0)
+      if (auto shape = trace.gemm_shapes.find(e.external_id); shape != trace.gemm_shapes.end()) {
+        GemmSample& g = gemms[e.external_id];
+        g.shape = shape->second;
+        g.time_us += e.duration_us;
+        ++g.kernels;
+      }
     if (t.kind == TimelineRole::communication) {
       communication.push_back(span);
       stream_communication[{e.device, e.stream}] += e.duration_us;
@@ -82,6 +90,7 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   s.compute_busy_us = sim::total_length(c);
   s.communication_busy_us = sim::total_length(m);
   s.overlap_us = sim::overlap_length(c, m);
+  for (auto& [id, g] : gemms) s.gemm_samples.push_back(std::move(g));
   return s;
 }
 

@@ -36,6 +36,14 @@ struct UnknownKernel {
   double time_us = 0;
 };
 
+// A GEMM op of a trace that recorded shapes, joined with its kernels (by External id): its shape and
+// its kernels' time summed (a split-K GEMM's reduction kernel included).
+struct GemmSample {
+  GemmOpShape shape;
+  double time_us = 0;
+  std::uint64_t kernels = 0;
+};
+
 struct TraceSummary {
   std::string file, device_name;
   std::uint64_t gpu_events = 0, events_seen = 0;
@@ -47,6 +55,7 @@ struct TraceSummary {
   std::map<std::string, double> by_plumb_op;  // gemm, attention, memory, communication
   // Unions over all streams: time any compute kernel ran, any communication kernel ran, both at once.
   double compute_busy_us = 0, communication_busy_us = 0, overlap_us = 0;
+  std::vector<GemmSample> gemm_samples;  // in External id order; empty when the trace has no shapes
   double exposed_communication_us() const { return communication_busy_us - overlap_us; }
 };
 
