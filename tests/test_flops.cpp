@@ -204,6 +204,38 @@ TEST_CASE("fp8 GEMMs get DeepSeek-V3's quantization kernels: 3 bytes an input el
   CHECK(sum_flops(fp8).total() == doctest::Approx(sum_flops(bf16).total()));
 }
 
+TEST_CASE("torchao's float8 recipes cast each linear's input, weight and output gradient every step: torchao's roofline bytes") {
+  // torchao 6243040 roofline_utils.py: tensorwise 6 bytes an activation or gradient element (4 compiled)
+  // and 5 + 3 a weight element; rowwise 8 (6 compiled) and 3 + 7, plus its backward rescale of the input
+  // and weight gradients (4 bytes an element each). Llama 3 8B's out projection: 4096 -> 4096.
+  ModelSpec m = test::model("llama3-8b");
+  OpContext c;
+  c.tokens = c.seq = 8192;
+  c.fp8_quantization = true;
+  auto cast_of = [&](const OpContext& ctx) {
+    for (const LayerOp& op : layer_ops(m, 0, ctx))
+      if (op.name == "fp8 quantize (out projection input)") return op.bytes;
+    FAIL("no cast before the out projection");
+    return std::array<double, 3>{};
+  };
+  const double in = 8192.0 * 4096, grad = 8192.0 * 4096, w = 4096.0 * 4096;
+  c.fp8_recipe = Fp8Recipe::tensorwise;
+  std::array<double, 3> b = cast_of(c);
+  CHECK(b[0] == doctest::Approx(in * 6 + w * 5));
+  CHECK(b[1] == doctest::Approx(grad * 6 + w * 3));
+  CHECK(b[2] == 0);
+  c.compiled = true;
+  CHECK(cast_of(c)[0] == doctest::Approx(in * 4 + w * 5));  // the amax read fused into the op before
+  c.fp8_recipe = Fp8Recipe::rowwise;
+  b = cast_of(c);
+  CHECK(b[0] == doctest::Approx(in * 6 + w * 3));
+  CHECK(b[1] == doctest::Approx(grad * 6 + w * 7 + in * 4));
+  CHECK(b[2] == doctest::Approx(w * 4));
+  // DeepSeek-V3's blockwise casts keep the fp8 weights: no weight term (the test above).
+  c.fp8_recipe = Fp8Recipe::blockwise;
+  CHECK(cast_of(c)[0] == doctest::Approx(in * 3));
+}
+
 TEST_CASE("each GEMM's three passes have the shapes of its FLOPs") {
   ModelSpec m = test::model("deepseek-v3");
   OpContext c = deepseek_micro_batch();

@@ -71,6 +71,7 @@ std::string pricing_text(const Job& job) {
   }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
   if (job.training.eager()) out += " (elementwise ops as eager PyTorch kernels)";
+  if (job.training.precision == Precision::fp8) out += fmt::format(", fp8 casts {}", fp8_recipe_name(job.training.fp8_recipe));
   if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
   if (g.sustained_compute_scale_fp8) out += fmt::format(" (fp8 {:.3f}x)", *g.sustained_compute_scale_fp8);
   if (g.kernel_overhead > 0) out += fmt::format(", {:.1f} us a kernel", g.kernel_overhead * 1e6);

@@ -15,7 +15,23 @@ namespace {
 // out, dequantized, transposed, re-quantized into 128x1 tiles, and stored" (1 + 1 bytes an element,
 // input and output gradient). The per-128 scales (4 bytes per 128 elements) are left out. A
 // communication point before the GEMM moves to its quantization, which comes first.
-void add_fp8_quantization(std::vector<LayerOp>& ops) {
+//
+// torchao's float8 recipes (torchao 6243040, torchao/testing/float8/roofline_utils.py
+// get_tensor_memory_traffic_ovhd_s, bytes an element, bf16 in): they cast every step, the weight too.
+// tensorwise: an activation or gradient 2 (amax read) + 2 + 1 + 1 (one kernel writing both layouts);
+// the weight 2 + 3 forward and 3 more in backward. rowwise: an activation or gradient 2 + 1 + 2 (fp8 rows
+// and a bf16 transposed copy) + 2 + 1; the weight 3 forward and 4 + 3 in backward. Compiled, an
+// activation's or gradient's first read fuses into the op before (2 bytes less). rowwise's backward GEMMs
+// run cuBLAS's tensorwise kernel with unit scales and rescale the output after it (torchao/float8/
+// float8_ops.py addmm_float8_unwrapped, "the rowwise CUTLASS-based kernel is so slow without
+// fast-accum"): the input gradient and the weight gradient read and written once more in bf16.
+std::array<double, 3> torchao_cast_bytes(const LayerOp& op, double in, double grad, const OpContext& c) {
+  const double weights = op.in * op.out * op.groups, fused = c.compiled ? 2.0 : 0.0;
+  if (c.fp8_recipe == Fp8Recipe::tensorwise) return {in * (6 - fused) + weights * 5, grad * (6 - fused) + weights * 3, 0};
+  return {in * (8 - fused) + weights * 3, grad * (8 - fused) + weights * 7 + op.rows * op.in * 4, weights * 4};
+}
+
+void add_fp8_quantization(std::vector<LayerOp>& ops, const OpContext& c) {
   std::vector<LayerOp> out;
   out.reserve(2 * ops.size());
   for (LayerOp& op : ops) {
@@ -26,6 +42,7 @@ void add_fp8_quantization(std::vector<LayerOp>& ops) {
       double forward = op.shares_input ? 0.0 : (op.quantize_rows < 0 ? op.rows : op.quantize_rows) * op.in * 3;
       LayerOp q{(expert ? std::string(kExpertPrefix) : std::string()) + "fp8 quantize (" + gemm + " input)",
                 OpClass::memory, {0, 0, 0}, {forward, grad * 3, (op.shares_input ? 0.0 : in) * 2 + grad * 2}};
+      if (c.fp8_recipe != Fp8Recipe::blockwise) q.bytes = torchao_cast_bytes(op, op.shares_input ? 0.0 : in, grad, c);
       q.before = op.before;
       op.before = CommPoint::none;
       out.push_back(std::move(q));
@@ -75,7 +92,7 @@ void apply_eager_elementwise(std::vector<LayerOp>& ops, const EagerElementwise& 
 // Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels, the
 // separate gradient accumulation, and the eager framework's own elementwise traffic.
 void add_kernels_around_gemms(std::vector<LayerOp>& ops, const OpContext& c) {
-  if (c.fp8_quantization) add_fp8_quantization(ops);
+  if (c.fp8_quantization) add_fp8_quantization(ops, c);
   if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
   if (c.eager) apply_eager_elementwise(ops, *c.eager);
 }

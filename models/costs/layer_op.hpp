@@ -88,6 +88,10 @@ struct OpContext {
   // in bf16 and written in fp8 before the forward, its output gradient likewise before the input
   // gradient, and both are read, transposed and re-quantized for the weight gradient.
   bool fp8_quantization = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::blockwise;  // which casts (TrainingSpec::fp8_recipe)
+  // torch.compile fuses the first read of an activation's or gradient's cast into the op before it
+  // (torchao's roofline: fuse_with_prev for input and grad_output, never the weight).
+  bool compiled = false;
   // Bytes per weight of a separate gradient-accumulation add after each weight-gradient GEMM (see
   // TrainingSpec::fused_grad_accumulation); 0 when the GEMM accumulates in its epilogue.
   double grad_accumulation_bytes = 0;

@@ -43,6 +43,8 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.causal_discount = true;  // flash kernels skip the masked half
   c.unfused_attention = training.attention_kernel == AttentionKernel::unfused;
   c.fp8_quantization = training.precision == Precision::fp8 && gpu.peak_dense.count(MathDtype::fp8);
+  c.fp8_recipe = training.fp8_recipe;
+  c.compiled = training.compiled;
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
   if (const EagerElementwise* eager = training.eager()) c.eager = *eager;
   if (!training.fused_grad_accumulation) c.grad_accumulation_bytes = 2.0 + 2.0 * training.optimizer.grads;

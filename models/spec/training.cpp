@@ -50,6 +50,15 @@ std::string_view precision_name(Precision p) {
   return "?";
 }
 
+std::string_view fp8_recipe_name(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::blockwise: return "blockwise";
+    case Fp8Recipe::tensorwise: return "tensorwise";
+    case Fp8Recipe::rowwise: return "rowwise";
+  }
+  return "?";
+}
+
 std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::muon ? "muon" : "adamw"; }
 
 double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
@@ -81,6 +90,13 @@ TrainingSpec read_training(ObjectReader& r) {
   t.compiled = r.boolean("compile", Need::optional).value_or(false);
   t.expert_weight_bytes = r.choice<double>("expert_weights", Need::optional, {{"as_inputs", 0.0}, {"fp4", 0.5 + 1.0 / 32.0}}).value_or(0.0);
   t.fp8_gemm_inputs = t.precision == Precision::fp8;
+  if (r.child("fp8_recipe", Need::optional)) {
+    t.fp8_recipe = r.choice<Fp8Recipe>("fp8_recipe", Need::optional,
+                                       {{"blockwise", Fp8Recipe::blockwise}, {"tensorwise", Fp8Recipe::tensorwise}, {"rowwise", Fp8Recipe::rowwise}})
+                       .value_or(Fp8Recipe::blockwise);
+    if (t.precision != Precision::fp8)
+      r.error("fp8_recipe", fmt::format("an fp8 recipe needs \"precision\": \"fp8\", not \"{}\"", precision_name(t.precision)));
+  }
   if (const Json* cache = r.child("fp8_cache", Need::optional)) {
     std::string pointer = r.pointer("fp8_cache");
     t.fp8_gemm_inputs = false;

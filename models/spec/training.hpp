@@ -69,6 +69,12 @@ struct EagerElementwise {
   bool kv_repeat_copy = false;
 };
 
+// How fp8 GEMM operands are scaled, and so which cast kernels run around each GEMM: blockwise (DeepSeek-V3
+// §3.3.2: 1×128 activation tiles, 128×128 weight blocks kept in fp8, DeepGEMM), or torchao's float8
+// recipes with their casts every step, tensorwise (one scale per tensor) or rowwise (one per row).
+enum class Fp8Recipe { blockwise, tensorwise, rowwise };
+std::string_view fp8_recipe_name(Fp8Recipe r);
+
 struct TrainingSpec {
   std::int64_t seq_len = 0;
   std::int64_t global_batch = 0;  // sequences per optimizer step
@@ -77,6 +83,7 @@ struct TrainingSpec {
   // §3.3.3) and, as DeepSeek-V3 does, the inputs of the MoE SwiGLU.
   bool fp8_gemm_inputs = false;
   bool fp8_swiglu_inputs = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::blockwise;
   AttentionKernel attention_kernel = AttentionKernel::flash;
   // Where each micro-batch's weight gradients are added to the accumulated ones: in the weight-gradient
   // GEMM's epilogue (D = C + A·B: Megatron-LM's --gradient-accumulation-fusion, apex's
