@@ -152,11 +152,14 @@ TEST_CASE("with no communication inside ops, 1F1B and GPipe take the textbook pi
   // Llama 3 8B, PP4 × DP2 on one node, no TP: the passes are pure compute; the step is the first
   // micro-batch through every stage and back, the slowest stage's (m − 1) further F + B, the 2(p − 1)
   // sends, the first parameter bucket before it and rank 0's last gradient reduction and optimizer after.
-  for (std::string schedule : {"1f1b", "gpipe"}) {
-    INFO(schedule);
-    Job job = scenario("llama3-405b-16k-h100.json",
-                       {"model=llama3-8b", "cluster.nodes=1", "parallel.tp=1", "parallel.pp=4", "parallel.dp=2", "parallel.vp=1",
-                        "parallel.schedule=" + schedule, "training.global_batch=64"});
+  // Also split evenly (8 layers a stage), where the head's stage is the slowest in F, in B and in F + B
+  // alike: 1F1B exact.
+  for (auto [schedule, split] : {std::pair<std::string, std::string>{"1f1b", ""}, {"gpipe", ""}, {"1f1b", "even"}}) {
+    INFO(schedule << " " << split);
+    std::vector<std::string> sets{"model=llama3-8b", "cluster.nodes=1", "parallel.tp=1", "parallel.pp=4", "parallel.dp=2", "parallel.vp=1",
+                                  "parallel.schedule=" + schedule, "training.global_batch=64"};
+    if (!split.empty()) sets.push_back("parallel.split=" + split);
+    Job job = scenario("llama3-405b-16k-h100.json", sets);
     Run r = run(job);
     const auto m = static_cast<double>(job.microbatches());
     double sum = 0, worst = 0, worst_f = 0, worst_b = 0;
@@ -171,8 +174,23 @@ TEST_CASE("with no communication inside ops, 1F1B and GPipe take the textbook pi
     // slowest stage (the same stage only when one stage is slowest at both).
     if (schedule == "gpipe") worst = worst_f + worst_b;
     const StageCost& first = r.costs.stages.front();
-    double expected = sum + (m - 1) * worst + 2 * 3 * first.p2p + first.param_gather / 8 + first.grad_sync + first.optimizer;
-    CHECK(relative(r.sim.step_time, expected) < 1e-3);
+    const double rest = 2 * 3 * first.p2p + first.param_gather / 8 + first.grad_sync + first.optimizer;
+    const double expected = sum + (m - 1) * worst + rest;
+    INFO("step " << r.sim.step_time << " s, textbook " << expected << " s");
+    // 1F1B paces at the slowest F + B exactly when that stage is also the slowest in F and in B; where
+    // one stage has the longest F and another the longest B (the head's stage: more forward, less
+    // backward), the steady state stalls on both, and the step lies between the textbook time and the
+    // one paced at the longest F plus the longest B.
+    bool one_bottleneck = false;
+    for (const StageCost& c : r.costs.stages)
+      one_bottleneck |= c.forward.span() == worst_f && c.backward.span() == worst_b;
+    if (!split.empty()) CHECK(one_bottleneck);
+    if (schedule == "gpipe" || one_bottleneck) {
+      CHECK(relative(r.sim.step_time, expected) < 1e-3);
+    } else {
+      CHECK(r.sim.step_time >= expected * (1 - 1e-3));
+      CHECK(r.sim.step_time <= (sum + (m - 1) * (worst_f + worst_b) + rest) * (1 + 1e-3));
+    }
   }
 }
 

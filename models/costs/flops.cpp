@@ -184,6 +184,8 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
   ops.push_back({"core attention", OpClass::attention, {f.forward, f.backward, 0}, {io, 2 * io, 0}});
   if (!c.unfused_attention) ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
+  // Under context parallelism each kernel call sees the local chunk of keys (a ring step's block).
+  ops.back().attention_keys = c.seq / static_cast<double>(std::max<std::int64_t>(1, c.cp));
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
   // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
   // and read the dropout output back (one element each). Backward: the GEMMs write the output

@@ -50,6 +50,9 @@ struct LayerOp {
   // score against the forward's 2·(d_qk + d_v) — the 2.5× FlashAttention's benchmarks count at equal
   // head dimensions (flash-attention benchmarks/benchmark_flash_attention.py, flops(): bwd = 2.5 × fwd).
   double backward_recompute_flops = 0;
+  // A fused attention kernel's keys per query as one call sees them (its efficiency depends on it,
+  // GpuSpec::attention_half_sequence); 0: the asymptote.
+  double attention_keys = 0;
   // Context parallelism of DeepSeek-V4's compressed attention (models/costs/compressed_attention.hpp):
   // instead of passing KV around a ring, each rank sends the next one its last raw entries
   // (`cp_boundary_bytes`) and all-gather the compressed ones (`cp_gather_bytes`, the gathered total).

@@ -23,7 +23,7 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   } else if (training.attention_kernel == AttentionKernel::unfused)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
-    efficiency = gpu.attention_efficiency_of(training.attention_kernel == AttentionKernel::flash2, pass != 0);
+    efficiency = gpu.attention_efficiency_of(training.attention_kernel == AttentionKernel::flash2, pass != 0, op.attention_keys);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }

@@ -53,13 +53,17 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 
 }  // namespace
 
-double GpuSpec::attention_efficiency_of(bool flash2, bool backward) const {
+double GpuSpec::attention_efficiency_of(bool flash2, bool backward, double keys) const {
   const double forward = attention_efficiency.value_or(1.0);
-  const double best = backward ? attention_backward_efficiency.value_or(forward) : forward;
-  if (!flash2) return best;
-  if (backward && attention_flash2_backward_efficiency) return *attention_flash2_backward_efficiency;
-  if (!backward && attention_flash2_efficiency) return *attention_flash2_efficiency;
-  return best;
+  double e = backward ? attention_backward_efficiency.value_or(forward) : forward;
+  double half = attention_half_sequence;
+  if (flash2 && (backward ? attention_flash2_backward_efficiency : attention_flash2_efficiency)) {
+    e = backward ? *attention_flash2_backward_efficiency : *attention_flash2_efficiency;
+    half = attention_flash2_half_sequence.value_or(half);
+  }
+  const double reference = attention_reference_sequence;
+  if (keys <= 0 || half <= 0 || reference <= 0 || keys >= reference) return e;
+  return e * (keys / (keys + half)) / (reference / (reference + half));
 }
 
 double GpuSpec::gemm_efficiency_at(double flops, MathDtype dtype) const {
@@ -228,6 +232,13 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
     g.attention_flash2_efficiency = r.number("attention_flash2_efficiency", Need::optional, 0.01, 1.0);
     g.attention_flash2_backward_efficiency = r.number("attention_flash2_backward_efficiency", Need::optional, 0.01, 1.0);
+    auto half_sequence = r.number("attention_half_sequence", Need::optional, 0.0, 1e7);
+    g.attention_half_sequence = half_sequence.value_or(0.0);
+    g.attention_flash2_half_sequence = r.number("attention_flash2_half_sequence", Need::optional, 0.0, 1e7);
+    auto reference_sequence = r.number("attention_reference_sequence", Need::optional, 1.0, 1e9);
+    g.attention_reference_sequence = reference_sequence.value_or(0.0);
+    if (half_sequence && !reference_sequence)
+      r.error("attention_half_sequence", "give attention_reference_sequence too: the keys per query the attention efficiencies were measured at");
     auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
     g.hbm_efficiency = hbm_efficiency.value_or(1.0);
     auto sustained = r.number("sustained_compute_scale", Need::optional, 0.1, 1.0);
@@ -244,6 +255,9 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
     if (g.attention_flash2_efficiency) figures.emplace_back("attention_flash2_efficiency");
     if (g.attention_flash2_backward_efficiency) figures.emplace_back("attention_flash2_backward_efficiency");
+    if (half_sequence) figures.emplace_back("attention_half_sequence");
+    if (g.attention_flash2_half_sequence) figures.emplace_back("attention_flash2_half_sequence");
+    if (reference_sequence) figures.emplace_back("attention_reference_sequence");
     if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
     if (kernel_overhead) figures.emplace_back("kernel_overhead");
     if (sustained) figures.emplace_back("sustained_compute_scale");

@@ -91,8 +91,17 @@ struct GpuSpec {
   // FlashAttention-2's shares of the bf16 peak, forward and backward, where the GPU's fastest kernel is
   // another (Hopper: FlashAttention-3); absent: the kernel above is FlashAttention-2's own rate.
   std::optional<double> attention_flash2_efficiency, attention_flash2_backward_efficiency;
-  // The fused-attention efficiency of a pass (the backward's own where given), FlashAttention-2's with `flash2`.
-  double attention_efficiency_of(bool flash2, bool backward) const;
+  // How a fused attention kernel's efficiency falls in shorter sequences: the efficiencies above hold at
+  // `attention_reference_sequence` keys per query (the longest a source measured) and beyond; below it a
+  // kernel over `keys` keys reaches (keys / (keys + half)) / (reference / (reference + half)) of them,
+  // `half` being the keys at which the fitted curve e·s/(s + half) is at half its asymptote (a causal
+  // kernel's diagonal tiles and each query block's prologue weigh more in short sequences). 0: no
+  // dependence. FlashAttention-2's own half where the profile has one.
+  double attention_half_sequence = 0, attention_reference_sequence = 0;
+  std::optional<double> attention_flash2_half_sequence;
+  // The fused-attention efficiency of a pass (the backward's own where given), FlashAttention-2's with
+  // `flash2`, over `keys` keys per query (0: at the reference sequence).
+  double attention_efficiency_of(bool flash2, bool backward, double keys = 0) const;
   std::map<std::string, std::string> sources;
 };
 

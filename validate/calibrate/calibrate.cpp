@@ -218,13 +218,16 @@ void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurement
   }
 }
 
-// Flash attention's forward and backward efficiencies.
+// Flash attention's forward and backward efficiencies, and how they fall in shorter sequences: where
+// the runs span two sequence lengths or more, e(s) = e_max · s / (s + half) fitted to the forward shares
+// (attention_half_sequence); each pass's share is then the median of the runs' shares taken along that
+// curve to the longest run's sequence (attention_reference_sequence), where the profile holds them.
 void fit_attention(Calibration& c, const GpuSpec& gpu, const std::vector<Measurements>& measured, double overhead,
                    const std::string& files) {
   // Flash attention: each pass's FLOPs as plumb counts them (the backward's recomputed scores
   // included) over its time less the kernel overhead plumb adds to every op, against the bf16 peak.
   if (!gpu.peak_dense.count(MathDtype::bf16)) return;
-  std::vector<double> forward, backward;
+  std::vector<double> forward, backward, keys;
   const double peak = gpu.peak_dense.at(MathDtype::bf16);
   auto share = [&](double flops, double seconds) { return flops / std::max(seconds - overhead, 0.05 * seconds) / peak; };
   for (const Measurements& m : measured)
@@ -232,10 +235,31 @@ void fit_attention(Calibration& c, const GpuSpec& gpu, const std::vector<Measure
       const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
       forward.push_back(share(f.forward, a.forward_seconds));
       backward.push_back(share(f.backward_executed(), a.backward_seconds));
+      keys.push_back(a.seq);
+    }
+  if (keys.empty()) return;
+  double half = gpu.attention_half_sequence;
+  if (std::set<double>(keys.begin(), keys.end()).size() >= 2) {
+    const EfficiencyCurve curve = fit_efficiency(keys, forward);
+    half = std::max(0.0, curve.f_half);
+    c.profile["attention_half_sequence"] = std::round(half);
+    c.profile["sources"]["attention_half_sequence"] = fmt::format(
+        "fitted by plumb calibrate from {}: e * s / (s + half) over {} flash attention forward runs at {} sequence lengths (RMS relative error {:.1f}%)",
+        files, keys.size(), std::set<double>(keys.begin(), keys.end()).size(), 100 * curve.rms_relative_error);
+  }
+  const double reference = *std::max_element(keys.begin(), keys.end());
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    if (half > 0) {
+      const double along = (reference / (reference + half)) / (keys[i] / (keys[i] + half));
+      forward[i] *= along;
+      backward[i] *= along;
     }
   set_share(c, "attention_efficiency", forward, files, "flash attention forward runs' shares of the bf16 dense peak");
   set_share(c, "attention_backward_efficiency", backward, files,
             "flash attention backward runs' shares of the bf16 dense peak (the recomputed scores counted)");
+  c.profile["attention_reference_sequence"] = reference;
+  c.profile["sources"]["attention_reference_sequence"] =
+      fmt::format("the longest of the {} flash attention runs plumb calibrate fitted the attention efficiencies to ({})", keys.size(), files);
 }
 
 }  // namespace
