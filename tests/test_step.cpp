@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "models/input/catalogue.hpp"
+#include "models/costs/collective.hpp"
 #include "models/costs/flops.hpp"
 #include "models/costs/op_cost.hpp"
 #include "models/costs/step_costs.hpp"
@@ -508,4 +509,27 @@ TEST_CASE("torchtitan without torch.compile runs its elementwise ops as eager Py
                  eager.cluster.gpu.hbm_seconds(layers * extra + head_extra)) < 1e-9);
   // Megatron-LM's profile has no eager figures: its ops are Transformer Engine's fused kernels.
   CHECK(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").training.eager() == nullptr);
+}
+
+TEST_CASE("torchtitan's float8 tensorwise TP gathers fp8: each sequence-parallel all-gather moves half the bytes") {
+  // torchtitan (f6a9daa, 820504e parallelize_llama.py) uses torchao's Float8ColwiseParallel /
+  // Float8RowwiseParallel for tensorwise float8: the column-parallel input is cast before its forward
+  // all-gather, the row-parallel output gradient before its backward one; reduce-scatters stay bf16.
+  const std::string file = "published/torchtitan-asynctp-8b-float8-tensorwise-vanilla-tp.json";
+  const Job fp8 = scenario(file), bf16 = scenario(file, {"parallel.fp8_all_gathers=false"});
+  REQUIRE(fp8.layout.fp8_all_gathers);
+  const StepCosts ca = step_costs(fp8), cb = step_costs(bf16);
+  const StageCost &a = ca.stages[0], &b = cb.stages[0];
+  const CollectiveLinks links = CollectiveLinks::of(fp8.cluster.gpu, fp8.cluster.fabric);
+  const double bytes = 12.0 * 8192 * 4096 * 2;  // micro-batch 12 × sequence 8192 × hidden 4096, bf16
+  auto gather = [&](double x) { return collective_cost(CollectiveOp::all_gather, x, {8, 1}, links).seconds; };
+  const double saved = gather(bytes) - gather(bytes / 2);
+  // Forward: two gathers a layer (attention and MLP inputs) and the head's; their DTensor copies halve too.
+  const double gathers = 32 * 2 + 1;
+  CHECK(relative(b.forward.comm(CommKind::tp) - a.forward.comm(CommKind::tp), gathers * saved) < 1e-9);
+  CHECK(relative(b.forward.compute() - a.forward.compute(), gathers * fp8.cluster.gpu.hbm_seconds(bytes)) < 1e-9);
+  // Backward: the two output-gradient gathers of each layer (attention out and MLP down projections).
+  CHECK(relative(b.input_grad.comm(CommKind::tp) - a.input_grad.comm(CommKind::tp), 32 * 2 * saved) < 1e-9);
+  // Only with fp8 and sequence parallelism.
+  CHECK_THROWS_AS(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json", {"parallel.fp8_all_gathers=true"}), InputError);
 }

@@ -318,25 +318,33 @@ class StageCoster {
   // The collective at `c`, and under sequence_parallel_copies the copy that puts a sequence-parallel
   // all-gather's output (or a reduce-scatter's input) in order: the whole gathered activation read and
   // written once at the HBM rate, on the compute stream.
+  // The bytes a TP collective moves: the 16-bit activation, or half of it where the framework gathers fp8.
+  double tp_bytes(CollectiveOp op) const {
+    return op == CollectiveOp::all_gather && job_.layout.fp8_all_gathers ? activation_bytes_ / 2 : activation_bytes_;
+  }
+  CollectiveOp tp_op(CommPoint c, bool forward) const {
+    const bool sp = job_.layout.sequence_parallel, gather = (c == CommPoint::tp_enter) == forward;
+    return gather ? CollectiveOp::all_gather : sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce;
+  }
   void add_tp_or_ep(Pass& pass, CommPoint c, bool forward) const {
     const double t = tp_or_ep(c, forward);
     pass.add_comm(t, kind_of(c));
     const bool tp_collective = c == CommPoint::tp_enter || c == CommPoint::tp_exit;
     if (t > 0 && tp_collective && job_.layout.sequence_parallel && job_.layout.sequence_parallel_copies) {
-      pass.add_compute(job_.cluster.gpu.hbm_seconds(2.0 * activation_bytes_));
+      pass.add_compute(job_.cluster.gpu.hbm_seconds(2.0 * tp_bytes(tp_op(c, forward))));
     }
   }
   double tp_or_ep(CommPoint c, bool forward) const {
     const bool sp = job_.layout.sequence_parallel;
-    auto tp = [&](CollectiveOp op) { return collective_seconds(op, activation_bytes_, groups_.tp, groups_.links); };
+    auto tp = [&](CollectiveOp op) { return collective_seconds(op, tp_bytes(op), groups_.tp, groups_.links); };
     switch (c) {
       case CommPoint::none: return 0;
       case CommPoint::tp_enter:
-        if (forward) return sp ? tp(CollectiveOp::all_gather) : 0.0;
-        return tp(sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce);
-      case CommPoint::tp_exit:
-        if (forward) return tp(sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce);
-        return sp ? tp(CollectiveOp::all_gather) : 0.0;
+      case CommPoint::tp_exit: {
+        // Without sequence parallelism the gather side is the identity (Megatron's f and g operators).
+        const CollectiveOp op = tp_op(c, forward);
+        return op == CollectiveOp::all_gather && !sp ? 0.0 : tp(op);
+      }
       // Dispatch-shaped traffic (tokens to experts) is the forward's dispatch and the combine's backward.
       case CommPoint::ep_dispatch: return forward ? a2a_dispatch_ : a2a_bf16_;
       case CommPoint::ep_combine: return forward ? a2a_bf16_ : a2a_dispatch_;

@@ -106,6 +106,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.recompute = read_recompute(r);
   p.sequence_parallel = r.boolean("sequence_parallel", Need::optional).value_or(p.tp > 1);
   p.sequence_parallel_copies = r.boolean("sequence_parallel_copies", Need::optional).value_or(false);
+  p.fp8_all_gathers = r.boolean("fp8_all_gathers", Need::optional).value_or(false);
   p.comm_sms = static_cast<std::int32_t>(r.integer("comm_sms", Need::optional, 1, 1024).value_or(20));
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
@@ -168,6 +169,11 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
     if (model.mlp.ffn_hidden % p.tp != 0)
       error("/parallel/tp", fmt::format("tp {} does not divide the MLP width {}", p.tp, model.mlp.ffn_hidden));
   }
+  if (p.fp8_all_gathers && training.precision != Precision::fp8)
+    error("/parallel/fp8_all_gathers", fmt::format("fp8 all-gathers need \"training.precision\": \"fp8\", not \"{}\"",
+                                                   precision_name(training.precision)));
+  if (p.fp8_all_gathers && !p.sequence_parallel)
+    error("/parallel/fp8_all_gathers", "fp8 all-gathers are sequence parallelism's: set \"sequence_parallel\": true or remove it");
   // torchtitan's per-op policy counts a Llama block's matmuls: MHA/GQA attention and a dense SwiGLU MLP.
   if ((p.recompute.alternate_matmuls || p.recompute.matmuls) &&
       (a.kind == AttentionKind::mla || model.moe || model.mlp.kind != MlpKind::swiglu))

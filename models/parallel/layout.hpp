@@ -50,6 +50,11 @@ struct ParallelLayout {
   // tensor sharded along the sequence (dim 1) is put in order by chunk + cat (torchtitan's DTensor
   // sequence parallelism). false: the collectives write and read the layout the GEMMs use (Megatron).
   bool sequence_parallel_copies = false;
+  // Under fp8, the sequence-parallel all-gathers move fp8: the column-parallel GEMM's input cast before
+  // its forward gather, the row-parallel GEMM's output gradient before its backward one (torchtitan's
+  // Float8ColwiseParallel / Float8RowwiseParallel, tensorwise scaling only). The reduce-scatters stay
+  // 16-bit. false: every collective moves 16-bit activations.
+  bool fp8_all_gathers = false;
   // SMs a communication kernel holds while it runs; compute beside it gets the rest. Default 20, what
   // DeepSeek-V3 gave its all-to-all and PP kernels on a 132-SM H800 (report §3.2.2).
   std::int32_t comm_sms = 20;
