@@ -275,6 +275,17 @@ TEST_CASE("a trace with recorded shapes: its GEMMs fit gemm_model per shape, rec
   REQUIRE_FALSE(c.fits.empty());
   CHECK(c.fits[0].per_shape);  // the GEMM class is not scaled on top
   CHECK(c.fits[0].scale == 1.0);
+  // Shapes no GEMM has (negative, fractional, past 2^31, inner dimensions that disagree) are left out.
+  const fs::path bad = scratch("bad-shapes.json", R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"External id": 1, "Input Dims": [[-4, 8], [8, 4]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"External id": 2, "Input Dims": [[4.5, 8], [8, 4]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"External id": 3, "Input Dims": [[1e300, 8], [8, 4]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"External id": 4, "Input Dims": [[4, 8], [9, 4]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1, "args": {"External id": 5, "Input Dims": [[4, 8], [8, 4]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}]})");
+  const GpuTrace bad_trace = read_gpu_trace(bad.string());
+  CHECK(bad_trace.gemm_shapes.size() == 1);
+  CHECK(bad_trace.gemm_shapes.count(5) == 1);
+  fs::remove(bad);
   // The DeepSeek-V3 trace recorded no shapes: nothing to fit per shape there.
   const TraceSummary deepseek = summarize_trace(read_gpu_trace(kTrace), classes);
   CHECK(deepseek.gemm_samples.empty());

@@ -85,7 +85,7 @@ std::vector<TraceShapeFit> fit_trace_shapes(Json& profile, const GpuSpec& gpu, c
     f.dtype = std::string(math_dtype_name(dtype));
     std::vector<GemmShapePoint> points;
     for (const GemmSample& g : trace.gemm_samples) {
-      if (gemm_input_type_name(g.shape.dtype) != f.dtype || g.time_us <= 0) continue;
+      if (gemm_input_type_name(g.shape.dtype) != f.dtype || !(g.time_us > 0) || !std::isfinite(g.time_us)) continue;
       const double flops = 2 * g.shape.m * g.shape.n * g.shape.k * g.shape.groups;
       points.push_back({g.shape.m, g.shape.n, g.shape.k, g.shape.groups,
                         flops / (g.time_us * 1e-6 * gpu.peak_dense.at(dtype) * gpu.sustained_scale(dtype))});

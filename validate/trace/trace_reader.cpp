@@ -1,5 +1,6 @@
 #include "validate/trace/trace_reader.hpp"
 
+#include <cmath>
 #include <fmt/format.h>
 #include <istream>
 #include <nlohmann/json.hpp>
@@ -152,7 +153,11 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     GemmOpShape g;
     g.groups = batched ? A[0] : 1;
     g.m = A[rank - 2], g.k = A[rank - 1], g.n = B[rank - 1];
-    if (B[rank - 2] != g.k || g.m <= 0 || g.n <= 0 || g.k <= 0 || g.groups <= 0) return;
+    // Sizes as a GEMM can have them (whole, positive, at most 2^31 a dimension); anything else is not a
+    // shape to fit (a hostile or damaged trace), and the op is left out.
+    for (double x : {g.m, g.n, g.k, g.groups, B[rank - 2]})
+      if (!(x >= 1 && x <= 2147483648.0) || x != std::floor(x)) return;
+    if (B[rank - 2] != g.k) return;
     const std::string type = a < input_types_.size() ? input_types_[a] : "";
     if (type == "c10::BFloat16") g.dtype = GemmInputType::bf16;
     else if (type == "c10::Half") g.dtype = GemmInputType::fp16;
