@@ -45,6 +45,14 @@ class GzipBuffer : public std::streambuf {
   char buffer_[1 << 16];
 };
 
+// An id a trace gives as a JSON number (External id, stream, device, pid, tid), as an integer: -1 where
+// it is not a whole number in [0, limit] (a damaged or hostile file), never an out-of-range conversion.
+std::int64_t id_of(double v, double limit) {
+  return v >= 0 && v <= limit && v == std::floor(v) ? static_cast<std::int64_t>(v) : -1;
+}
+constexpr double kMaxExternalId = 9007199254740992.0;  // 2^53: every integer below it is exact in a double
+constexpr double kMaxStream = 2147483647.0;
+
 // nlohmann's SAX events, keeping only what a GPU event needs. Depth counts open containers; the
 // events array is root.traceEvents (or the root array), an event one level inside it, its args two.
 class TraceSax : public nlohmann::json_sax<nlohmann::json> {
@@ -164,22 +172,22 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     else if (type.starts_with("c10::Float8_e")) g.dtype = GemmInputType::fp8;
     else if (type == "float") g.dtype = GemmInputType::fp32;
     else return;
-    out_.gemm_shapes[static_cast<std::int64_t>(external_)] = g;
+    out_.gemm_shapes[id_of(external_, kMaxExternalId)] = g;
   }
   void end_event() {
     in_event_ = false;
     ++out_.events_seen;
-    if (cat_ == "cpu_op" && external_ >= 0 && !input_dims_.empty()) add_gemm_shape();
+    if (cat_ == "cpu_op" && id_of(external_, kMaxExternalId) >= 0 && !input_dims_.empty()) add_gemm_shape();
     if (ph_ != "X" || !gpu_category(cat_) || ts_ < 0 || dur_ < 0) return;
     auto [it, added] = name_index_.try_emplace(name_, static_cast<std::uint32_t>(out_.names.size()));
     if (added) out_.names.push_back(name_);
     GpuEvent e;
     e.name = it->second;
-    e.stream = static_cast<std::int32_t>(stream_ >= 0 ? stream_ : tid_);
-    e.device = static_cast<std::int32_t>(device_ >= 0 ? device_ : pid_);
+    e.stream = static_cast<std::int32_t>(id_of(stream_ >= 0 ? stream_ : tid_, kMaxStream));
+    e.device = static_cast<std::int32_t>(id_of(device_ >= 0 ? device_ : pid_, kMaxStream));
     e.start_us = ts_;
     e.duration_us = dur_;
-    e.external_id = static_cast<std::int64_t>(external_);
+    e.external_id = id_of(external_, kMaxExternalId);
     out_.events.push_back(e);
   }
 
