@@ -6,6 +6,7 @@
 #include "models/input/catalogue.hpp"
 #include "cli/report/calibrate_report.hpp"
 #include "validate/calibrate/device_profile.hpp"
+#include "validate/run/trace_collectives.hpp"
 
 namespace plumb::cli {
 namespace {
@@ -78,16 +79,51 @@ int run_calibrate_trace(const Args& args) {
   KernelClassifier classes = KernelClassifier::bundled();
   const TraceSummary trace = summarize_trace(read_gpu_trace(args.value("--trace")), classes);
   const TraceCalibration c = calibrate_from_trace(raw, job, trace, args.integer("--stage", 0, 0, 100'000));
+  // The fabric, from the collectives' kernels that carry their message.
+  std::optional<TraceCollectiveLogs> collectives;
+  Calibration fabric;
+  if (args.flag("--fabric-out")) {
+    collectives = collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node);
+    if (collectives->logs.empty()) {
+      std::string why;
+      for (const std::string& w : collectives->left_out) why += "\n  " + w;
+      throw UsageError(fmt::format("--fabric-out: {} holds no collective kernels with PyTorch's annotation of their message in two sizes or "
+                                   "more (a trace of PyTorch's NCCL process group, PyTorch 2.1 or later, has them){}",
+                                   trace.file, why));
+    }
+    ProfileRef fabric_ref = find_profile(job.cluster.fabric.id);
+    SourceFile fabric_src{fabric_ref.path.string(), fabric_ref.path.parent_path(), &d, {}};
+    Json fabric_raw = load_profile_document(fabric_ref.path, true, fabric_src);
+    d.throw_if_any();
+    fabric = calibrate_fabric(fabric_raw, job.cluster.gpu, job.cluster.fabric, collectives->logs);
+  }
   write_profile(args.value("-o"), c.profile, false);
-  if (args.flag("--json")) std::cout << trace_calibration_json(c).dump(2) << "\n";
-  else std::cout << trace_calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
+  if (collectives) write_profile(args.value("--fabric-out"), fabric.profile, true);
+  if (args.flag("--json")) {
+    Json out = trace_calibration_json(c);
+    if (collectives) {
+      out["fabric"] = calibration_json(fabric);
+      out["fabric"]["left_out"] = collectives->left_out;
+    }
+    std::cout << out.dump(2) << "\n";
+    return kOk;
+  }
+  std::cout << trace_calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
+  if (collectives) {
+    std::cout << fmt::format("\nthe fabric ({}) fitted to {} collective kernels of the trace, the fastest of each message size:\n",
+                             job.cluster.fabric.id, collectives->kernels)
+              << calibration_report(fabric);
+    for (const std::string& w : collectives->left_out) std::cout << "not fitted: " << w << "\n";
+    std::cout << fmt::format("\ncalibrated fabric profile → {}\n", args.value("--fabric-out"));
+  }
   return kOk;
 }
 
 int run_calibrate(const Args& args) {
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
   if (args.flag("--trace")) return run_calibrate_trace(args);
-  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set")) throw UsageError("--scenario, --stage and --set go with --trace");
+  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set") || args.flag("--fabric-out"))
+    throw UsageError("--scenario, --stage, --set and --fabric-out go with --trace");
   std::vector<Measurements> measured;
   for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
@@ -129,7 +165,7 @@ int run_calibrate(const Args& args) {
 const Command& calibrate_command() {
   static const Command command{
       {"calibrate",
-       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json]",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
@@ -145,7 +181,12 @@ const Command& calibrate_command() {
        "GEMM kernels, the fused-attention efficiencies to the attention forward and backward kernels, and\n"
        "hbm_efficiency to the memory-bound kernels; the stage's span before and after is printed, not fitted.\n"
        "Where the trace recorded shapes (record_shapes=True), the GEMMs are fitted per shape instead:\n"
-       "gemm_model.<dtype>'s ceiling and K overhead by least squares over each GEMM op's time at its (m, n, k).",
+       "gemm_model.<dtype>'s ceiling and K overhead by least squares over each GEMM op's time at its (m, n, k).\n"
+       "Where the trace holds the host's launch calls, kernel_overhead is set to the median gap before a compute\n"
+       "kernel launched while its stream was busy. With --fabric-out, the scenario's fabric profile is fitted as\n"
+       "from nccl-tests logs to the collectives' kernels that PyTorch annotated with their message (size, dtype,\n"
+       "group): one fit per collective, group size and node count, over the fastest kernel of each size (the one\n"
+       "least delayed by its peers).",
        {"[MEASUREMENTS.json...]"},
        {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
         {"--profile", "P", "the profile to calibrate: a catalogue name or a path (GPU measurements: their device's, by default)"},
@@ -155,7 +196,8 @@ const Command& calibrate_command() {
         {"--trace", "FILE", "a PyTorch profiler trace (plain or gzip) of one stage's forward and backward to fit the GPU profile to"},
         {"--scenario", "S", "with --trace: the scenario the trace ran"},
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
-        {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true}}},
+        {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true},
+        {"--fabric-out", "FILE", "with --trace: also fit the scenario's fabric profile to the trace's annotated collective kernels, written here"}}},
       run_calibrate};
   return command;
 }

@@ -23,6 +23,7 @@
 #include "validate/imports/torchtitan_config.hpp"
 #include "validate/logs/training_log.hpp"
 #include "validate/run/measured_run.hpp"
+#include "validate/run/trace_collectives.hpp"
 #include "validate/trace/trace_summary.hpp"
 
 namespace plumb::fuzz {
@@ -148,7 +149,18 @@ void measured_run(const std::uint8_t* data, std::size_t size) {
 void profiler_trace(const std::uint8_t* data, std::size_t size) {
   static KernelClassifier classes = KernelClassifier::bundled();
   const std::filesystem::path path = write_scratch("trace.json", text_of(data, size));
-  refusing_cleanly([&] { summarize_trace(read_gpu_trace(path.string()), classes); });
+  refusing_cleanly([&] {
+    const TraceSummary summary = summarize_trace(read_gpu_trace(path.string()), classes);
+    // Its annotated collectives as nccl-tests logs, and the fabric fitted to them.
+    const TraceCollectiveLogs logs = collective_logs_from_trace(summary, 8);
+    if (logs.logs.empty()) return;
+    Diagnostics d;
+    SourceFile src{"dgx-h100-ndr", {}, &d, {}};
+    static const Json fabric_raw = load_profile_document(find_profile_file("dgx-h100-ndr")->path, true, src);
+    static const std::optional<GpuSpec> gpu = read_gpu(Json("h100-sxm"), "", src);
+    static const std::optional<FabricSpec> fabric = read_fabric(Json("dgx-h100-ndr"), "", src);
+    calibrate_fabric(fabric_raw, *gpu, *fabric, logs.logs);
+  });
 }
 
 void training_log(const std::uint8_t* data, std::size_t size) {

@@ -2,7 +2,9 @@
 // of the real DeepSeek-V3 DualPipe trace (ground-truth.md §D), and its refusals.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <filesystem>
+#include <fmt/format.h>
 #include <fstream>
 #include <map>
 #include <set>
@@ -14,7 +16,9 @@
 #include "models/costs/step_costs.hpp"
 #include "models/hardware/hardware.hpp"
 #include "validate/run/trace_calibrate.hpp"
+#include "validate/run/trace_collectives.hpp"
 #include "validate/run/trace_compare.hpp"
+#include "validate/calibrate/calibrate.hpp"
 #include "validate/trace/trace_summary.hpp"
 
 namespace fs = std::filesystem;
@@ -112,6 +116,160 @@ TEST_CASE("the DeepSeek-V3 trace: class totals equal an independent sum over the
   fs::remove(plain);
 }
 
+TEST_CASE("the DeepSeek-V3 trace's gaps by cause: each kernel's launch call joined by correlation, as an independent reading finds them") {
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary s = summarize_trace(read_gpu_trace(kTrace), classes);
+  // Independently: launch calls by correlation from the DOM; per stream, each kernel after the first
+  // either launched before the stream's last end (a queued gap) or after it (a wait on the host).
+  const Json doc = Json::parse(inflate_all(kTrace));
+  std::map<std::int64_t, double> launch;
+  for (const Json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", ""), name = e.value("name", "");
+    if ((cat == "cuda_runtime" || cat == "cuda_driver") &&
+        (name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos || name.find("Memset") != std::string::npos))
+      launch.emplace(e["args"]["correlation"].get<std::int64_t>(), e["ts"].get<double>());
+  }
+  std::map<std::int64_t, std::vector<std::array<double, 3>>> streams;  // start, end, launch
+  for (const Json& e : doc["traceEvents"]) {
+    const std::string cat = e.value("cat", "");
+    if (cat != "kernel" && cat != "gpu_memcpy" && cat != "gpu_memset") continue;
+    const double ts = e["ts"].get<double>();
+    streams[e["args"]["stream"].get<std::int64_t>()].push_back({ts, ts + e["dur"].get<double>(), launch.at(e["args"]["correlation"])});
+  }
+  std::map<std::int64_t, std::pair<std::vector<double>, double>> expected;  // queued gaps, host wait
+  for (auto& [stream, kernels] : streams) {
+    std::sort(kernels.begin(), kernels.end());
+    double end = kernels[0][1];
+    for (std::size_t i = 1; i < kernels.size(); ++i) {
+      const double gap = kernels[i][0] - end;
+      if (gap >= 0) {
+        if (kernels[i][2] < end) expected[stream].first.push_back(gap);
+        else expected[stream].second += std::min(gap, kernels[i][2] - end);
+      }
+      end = std::max(end, kernels[i][1]);
+    }
+  }
+  CHECK(s.launches_known == s.gpu_events);  // every kernel, copy and memset of this trace has its launch call
+  std::vector<double> pooled;
+  double waits = 0;
+  for (const StreamTotal& st : s.streams) {
+    INFO(st.stream);
+    std::vector<double> gaps = expected[st.stream].first;
+    std::sort(gaps.begin(), gaps.end());
+    CHECK(st.queued_gaps == gaps.size());
+    CHECK(st.host_wait_us == doctest::Approx(expected[st.stream].second));
+    if (!st.communication) pooled.insert(pooled.end(), gaps.begin(), gaps.end()), waits += st.host_wait_us;
+  }
+  // The main compute stream 7: 917 queued gaps, most of them 2 us (the trace's clock is in whole us).
+  const auto seven = std::find_if(s.streams.begin(), s.streams.end(), [](const StreamTotal& st) { return st.stream == 7; });
+  REQUIRE(seven != s.streams.end());
+  CHECK(seven->queued_gaps == 917);
+  CHECK(seven->median_queued_gap_us == 2);
+  CHECK(seven->host_wait_us == 350);
+  std::sort(pooled.begin(), pooled.end());
+  CHECK(s.kernel_gaps == pooled.size());
+  CHECK(s.kernel_gap_us == pooled[pooled.size() / 2]);
+  // Waiting on the host counts only where no compute kernel ran: at most the streams' waits summed.
+  CHECK(s.host_wait_us > 0);
+  CHECK(s.host_wait_us <= waits);
+}
+
+TEST_CASE("a trace of PyTorch's NCCL process group: the annotated collectives, their groups' nodes, and the fabric and launch gap fitted to them") {
+  const GpuTrace raw = read_gpu_trace((data_dir() / "tests/fixtures/traces/nccl-kineto.json").string());
+  KernelClassifier classes = KernelClassifier::bundled();
+  const TraceSummary s = summarize_trace(raw, classes);
+  // make-nccl-kineto.py: 7 all-gather and 6 reduce-scatter sizes three times each, an all-reduce of one size
+  // three times, a barrier.
+  REQUIRE(s.collectives.size() == 43);
+  const CollectiveArgs& gather = s.collectives.front().args;
+  CHECK(gather.collective == "_allgather_base");
+  CHECK(gather.group_size == 8);
+  CHECK(gather.element_bytes == 2);
+  CHECK(gather.out_elements == 8 * gather.in_elements);
+  CHECK(gather.bytes() == 8388608);
+  CHECK(gather.lowest_rank == 0);
+  CHECK(gather.highest_rank == 7);
+  CHECK(gather.rank_stride == 1);
+  CHECK(nodes_of_group(gather, 8) == 1);
+  CHECK(nodes_of_group(gather, 4) == 2);
+  const CollectiveArgs& scatter = s.collectives[21].args;
+  CHECK(scatter.collective == "_reduce_scatter_base");
+  CHECK(scatter.rank_stride == 8);
+  CHECK(nodes_of_group(scatter, 8) == 2);
+  // The launch gaps: 289 of 3.0 us, ten kernels launched 40 us after their stream went idle.
+  CHECK(s.kernel_gaps == 289);
+  CHECK(s.kernel_gap_us == doctest::Approx(3.0));
+  CHECK(s.host_wait_us == doctest::Approx(400.0));
+  // As nccl-tests logs: the fastest kernel of each size, the delayed ones (×1.3, ×2.5) left aside.
+  const TraceCollectiveLogs logs = collective_logs_from_trace(s, 8);
+  REQUIRE(logs.logs.size() == 2);
+  CHECK(logs.kernels == 39);
+  CHECK(logs.left_out.size() == 2);  // the barrier, and the all-reduce of one size
+  const NcclTestsLog& ag = logs.logs[0].op == CollectiveOp::all_gather ? logs.logs[0] : logs.logs[1];
+  const NcclTestsLog& rs = logs.logs[0].op == CollectiveOp::all_gather ? logs.logs[1] : logs.logs[0];
+  CHECK(ag.ranks == 8);
+  CHECK(ag.nodes == 1);
+  CHECK(ag.rows.size() == 7);
+  CHECK(rs.ranks == 2);
+  CHECK(rs.nodes == 2);
+  // Fitted as nccl-tests logs: the bandwidths and latencies the kernels' times were drawn from.
+  Diagnostics d;
+  SourceFile src{"profile", {}, &d, {}};
+  const Json fabric_raw = load_profile_document(data_dir() / "hw_profiles/fabrics/dgx-h100-ndr.json", true, src);
+  std::optional<GpuSpec> gpu = read_gpu(Json("h100-sxm"), "", src);
+  std::optional<FabricSpec> fabric = read_fabric(Json("dgx-h100-ndr"), "", src);
+  REQUIRE(d.empty());
+  const Calibration c = calibrate_fabric(fabric_raw, *gpu, *fabric, logs.logs);
+  REQUIRE(c.collectives.size() == 2);
+  for (const CollectiveFit& f : c.collectives) {
+    const bool network = f.log->nodes > 1;
+    INFO(f.field);
+    CHECK(f.field == (network ? "nic_effective" : "nvlink_effective_per_gpu"));
+    CHECK(1 / f.fit.beta == doctest::Approx(network ? 45e9 : 360e9).epsilon(0.001));
+    CHECK(f.fit.alpha == doctest::Approx(network ? 40e-6 : 20e-6).epsilon(0.001));
+  }
+  // And the GPU profile's kernel overhead from the gaps.
+  const Job job = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
+  const Json gpu_raw = load_profile_document(data_dir() / "hw_profiles/gpus/h100-sxm.json", false, src);
+  const TraceCalibration t = calibrate_from_trace(gpu_raw, job, s, 0);
+  REQUIRE(t.kernel_overhead);
+  CHECK(*t.kernel_overhead == doctest::Approx(3e-6));
+  CHECK(t.kernel_gaps == 289);
+  CHECK(t.profile["kernel_overhead"] == "3.000us");
+}
+
+TEST_CASE("a collective's group ranks as PyTorch writes them: whole, cut short at a stride, uneven, or at odds with the group") {
+  auto read = [](const std::string& ranks, int group) {
+    const std::string text = fmt::format(
+        R"({{"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL", "ts": 1, "dur": 5, )"
+        R"("args": {{"stream": 20, "Collective name": "allgather", "In msg nelems": 16, "Out msg nelems": 128, "dtype": "Float", )"
+        R"("Group size": {}, "Process Group Ranks": "{}"}}}}]}})",
+        group, ranks);
+    const fs::path p = scratch("ranks.json", text);
+    GpuTrace t = read_gpu_trace(p.string());
+    fs::remove(p);
+    REQUIRE(t.collectives.size() == 1);
+    CHECK(t.collectives[0].bytes() == 512);
+    return t.collectives[0];
+  };
+  const CollectiveArgs cut = read("[0, 8, 16, 24, ...]", 32);
+  CHECK(cut.lowest_rank == 0);
+  CHECK(cut.highest_rank == 248);
+  CHECK(cut.rank_stride == 8);
+  CHECK(nodes_of_group(cut, 8) == 32);
+  const CollectiveArgs uneven = read("[0, 1, 8, 9]", 4);
+  CHECK(uneven.rank_stride == 0);
+  CHECK(uneven.highest_rank == 9);
+  CHECK(nodes_of_group(uneven, 8) == 2);
+  CHECK(nodes_of_group(read("[3, 4, 5, 6]", 4), 4) == 2);  // 3 on the first node of 4, 4-6 on the second
+  // At odds with its group (or cut short unevenly): where the ranks lie is unknown, and the group is
+  // taken to fill the fewest nodes.
+  for (const CollectiveArgs& a : {read("[0, 1, 2]", 4), read("[0, 1, 5, ...]", 8), read("", 16)}) {
+    CHECK(a.lowest_rank == -1);
+    CHECK(nodes_of_group(a, 8) == (a.group_size + 7) / 8);
+  }
+}
+
 TEST_CASE("a trace's unknown kernels are listed, never dropped; bad traces and bad class tables are refused with where") {
   const fs::path t = scratch("small.json", R"({"traceEvents": [
     {"ph": "X", "cat": "kernel", "name": "my_new_kernel<128>", "pid": 0, "tid": 7, "ts": 100, "dur": 30, "args": {"stream": 7}},
@@ -165,7 +323,7 @@ TEST_CASE("plumb's DualPipe F&B pair for the traced setup beside the DeepSeek-V3
   }
   // Streams: the trace's roles (96.3% of its communication under compute) against the simulated F&B
   // pair; each side's rows are consistent with each other.
-  REQUIRE(c.streams.size() == 5);
+  REQUIRE(c.streams.size() == 6);
   auto row = [&](const std::string& name) {
     for (const TraceClassComparison& r : c.streams)
       if (r.op == name) return r;
@@ -173,6 +331,8 @@ TEST_CASE("plumb's DualPipe F&B pair for the traced setup beside the DeepSeek-V3
     return TraceClassComparison{};
   };
   CHECK(row("compute busy").measured == doctest::Approx(trace.compute_busy_us * 1e-6));
+  CHECK(row("compute waiting on the host").measured == doctest::Approx(trace.host_wait_us * 1e-6));
+  CHECK(row("compute waiting on the host").predicted == 0);
   CHECK(row("communication under compute").measured / row("communication busy").measured == doctest::Approx(0.963).epsilon(0.001));
   const StreamPrediction sp = predict_streams(job, 1);
   CHECK(sp.overlap <= std::min(sp.compute_busy, sp.communication_busy));

@@ -106,11 +106,19 @@ std::string trace_calibration_report(const TraceCalibration& c) {
                          100 * f.rms_after);
     out += "(each op's time at its shape, the profile's tile and sustained clock; the % is the RMS error of the ops' times)\n";
   }
+  if (c.kernel_overhead)
+    out += fmt::format("\nkernel_overhead {:.2f} us: the median of {} gaps before a compute kernel launched while its stream was busy "
+                       "(the efficiencies above were fitted to kernel durations, priced without it)\n",
+                       1e6 * *c.kernel_overhead, c.kernel_gaps);
+  else
+    out += fmt::format("\nkernel_overhead not fitted: the trace has fewer than {} gaps between kernels launched while their stream was busy "
+                       "(or no launch calls)\n", kFewestKernelGaps);
   out += fmt::format("\nthe stage's span, not fitted: measured {:.3f} ms, plumb {:.3f} ms before ({:+.1f}%), {:.3f} ms with the calibrated "
                      "profile ({:+.1f}%)\n",
                      1e3 * c.measured_span, 1e3 * c.span_before, 100 * (c.span_before / c.measured_span - 1), 1e3 * c.span_after,
                      100 * (c.span_after / c.measured_span - 1));
-  out += "communication is not fitted: a communication kernel's time in a trace includes its wait for its peers\n";
+  out += "communication: its kernels' time in a trace includes the wait for their peers; --fabric-out fits the fabric to the "
+         "fastest kernel of each message size where PyTorch annotated them\n";
   return out;
 }
 
@@ -128,6 +136,7 @@ Json trace_calibration_json(const TraceCalibration& c) {
   return {{"fits", fits},
           {"shape_fits", shapes},
           {"span", {{"measured_s", c.measured_span}, {"before_s", c.span_before}, {"after_s", c.span_after}}},
+          {"kernel_overhead", c.kernel_overhead ? Json{{"seconds", *c.kernel_overhead}, {"gaps", c.kernel_gaps}} : Json()},
           {"profile", c.profile}};
 }
 

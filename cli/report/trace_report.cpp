@@ -38,12 +38,23 @@ std::string trace_text(const TraceSummary& s, std::size_t unknown_rows) {
   std::string ops;
   for (const auto& [op, t] : s.by_plumb_op) ops += fmt::format("{}{} {:.3f} ms", ops.empty() ? "" : ", ", op, t / 1e3);
   out += ops + "\n\n";
-  out += fmt::format("{:>6} {:>6} {:<13} {:>8} {:>10} {:>7} {:>12} {:>14}\n", "device", "stream", "role", "kernels", "busy ms", "% span",
-                     "gaps ms", "longest gap us");
+  out += fmt::format("{:>6} {:>6} {:<13} {:>8} {:>10} {:>7} {:>10} {:>14} {:>13} {:>13}\n", "device", "stream", "role", "kernels", "busy ms",
+                     "% span", "gaps ms", "longest gap us", "queued gap us", "host wait ms");
   for (const StreamTotal& st : s.streams)
-    out += fmt::format("{:>6} {:>6} {:<13} {:>8} {:>10.3f} {:>6.1f}% {:>12.3f} {:>14.1f}\n", st.device, st.stream,
+    out += fmt::format("{:>6} {:>6} {:<13} {:>8} {:>10.3f} {:>6.1f}% {:>10.3f} {:>14.1f} {:>13.1f} {:>13.3f}\n", st.device, st.stream,
                        st.communication ? "communication" : "compute", st.kernels, st.busy_us / 1e3, share(st.busy_us, s.span_us),
-                       st.gaps_us / 1e3, st.longest_gap_us);
+                       st.gaps_us / 1e3, st.longest_gap_us, st.median_queued_gap_us, st.host_wait_us / 1e3);
+  if (s.launches_known > 0)
+    out += fmt::format("\nbetween kernels on the compute streams: a median {:.1f} us over {} gaps before kernels launched while their stream "
+                       "was busy (the device's own time between kernels: kernel_overhead), and {:.3f} ms with no compute kernel "
+                       "running while a compute stream waited on the host's launch call\n",
+                       s.kernel_gap_us, s.kernel_gaps, s.host_wait_us / 1e3);
+  else
+    out += "\nthe trace holds no launch calls (cuda_runtime events): gaps are not split into the device's and the host's\n";
+  if (!s.collectives.empty())
+    out += fmt::format("{} collective kernels carry their message (size, dtype, group): plumb calibrate --trace … --fabric-out fits the "
+                       "fabric's bandwidths to them\n",
+                       s.collectives.size());
   out += fmt::format("\ncompute kernels busy {:.3f} ms, communication kernels busy {:.3f} ms, both at once {:.3f} ms: "
                      "{:.1f}% of communication overlapped, {:.3f} ms exposed\n",
                      s.compute_busy_us / 1e3, s.communication_busy_us / 1e3, s.overlap_us / 1e3, share(s.overlap_us, s.communication_busy_us),
@@ -68,7 +79,9 @@ Json trace_json(const TraceSummary& s) {
   for (const StreamTotal& st : s.streams)
     streams.push_back({{"device", st.device}, {"stream", st.stream}, {"role", st.communication ? "communication" : "compute"},
                        {"kernels", st.kernels}, {"busy_s", st.busy_us * 1e-6}, {"gaps_s", st.gaps_us * 1e-6},
-                       {"longest_gap_s", st.longest_gap_us * 1e-6}});
+                       {"longest_gap_s", st.longest_gap_us * 1e-6}, {"queued_gaps", st.queued_gaps},
+                       {"median_queued_gap_s", st.median_queued_gap_us * 1e-6}, {"host_bound_kernels", st.host_bound},
+                       {"host_wait_s", st.host_wait_us * 1e-6}});
   for (const UnknownKernel& u : s.unknown) unknown.push_back({{"name", u.name}, {"kernels", u.kernels}, {"seconds", u.time_us * 1e-6}});
   Json ops = Json::object();
   for (const auto& [op, t] : s.by_plumb_op) ops[op] = t * 1e-6;
@@ -84,6 +97,11 @@ Json trace_json(const TraceSummary& s) {
           {"communication_busy_s", s.communication_busy_us * 1e-6},
           {"overlap_s", s.overlap_us * 1e-6},
           {"exposed_communication_s", s.exposed_communication_us() * 1e-6},
+          {"kernel_gap_s", s.kernel_gap_us * 1e-6},
+          {"kernel_gaps", s.kernel_gaps},
+          {"host_wait_s", s.host_wait_us * 1e-6},
+          {"launches_known", s.launches_known},
+          {"annotated_collectives", s.collectives.size()},
           {"unknown", unknown},
           {"unknown_s", s.unknown_time_us * 1e-6}};
 }

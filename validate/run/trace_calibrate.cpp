@@ -128,6 +128,9 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
   effective(forward_field, original.attention_efficiency_of(flash2, false));
   effective(backward_field, original.attention_efficiency_of(flash2, true));
   effective("hbm_efficiency", original.hbm_efficiency);
+  // Kernel durations carry no launch gap: the efficiencies are fitted priced without one.
+  const Json earlier_overhead = c.profile.value("kernel_overhead", Json());
+  c.profile.erase("kernel_overhead");
   Job priced = job;
   priced.cluster.gpu = original;
   const StagePrediction before = predict_stage(priced, stage);
@@ -137,13 +140,10 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
             {forward_field, "attention_forward", m.forward_kernels, m.attention_forward, before.attention_forward},
             {backward_field, "attention_backward", m.backward_kernels, m.attention_backward, before.attention_backward},
             {"hbm_efficiency", "every memory-bound class", m.memory_kernels, m.memory, before.memory}};
-  StagePrediction now = before;
   c.shape_fits = fit_trace_shapes(c.profile, original, trace);
-  if (!c.shape_fits.empty()) {
-    c.fits[0].per_shape = true;
-    priced.cluster.gpu = read_profile_json(c.profile);
-    now = predict_stage(priced, stage);
-  }
+  if (!c.shape_fits.empty()) c.fits[0].per_shape = true;
+  priced.cluster.gpu = read_profile_json(c.profile);
+  StagePrediction now = predict_stage(priced, stage);
   for (int round = 0; round < 6; ++round) {
     const double predicted[] = {now.gemm, now.attention_forward, now.attention_backward, now.memory};
     bool agree = true;
@@ -172,7 +172,19 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
         f.scale, f.capped ? " (capped at the datasheet peak)" : "",
         profile_json.contains("sources") && profile_json["sources"].is_object() ? profile_json["sources"].value(f.field, std::string("none")) : "none");
   }
-  c.span_after = now.span;
+  if (trace.kernel_gaps >= kFewestKernelGaps) {
+    c.kernel_overhead = trace.kernel_gap_us * 1e-6;
+    c.kernel_gaps = trace.kernel_gaps;
+    c.profile["kernel_overhead"] = fmt::format("{:.3f}us", trace.kernel_gap_us);
+    c.profile["sources"]["kernel_overhead"] = fmt::format(
+        "plumb calibrate --trace {}: the median of {} gaps before a compute kernel launched while its stream was still busy (the "
+        "device's own time between kernels; gaps waiting on the host's launch calls left out)",
+        trace.file, trace.kernel_gaps);
+  } else if (!earlier_overhead.is_null()) {
+    c.profile["kernel_overhead"] = earlier_overhead;
+  }
+  priced.cluster.gpu = read_profile_json(c.profile);
+  c.span_after = predict_stage(priced, stage).span;
   return c;
 }
 

@@ -8,8 +8,11 @@
 // includes its wait for the peers. Where the trace recorded shapes (torch.profiler record_shapes),
 // the GEMMs are fitted per shape first: gemm_model.<dtype>'s ceiling and K overhead by least squares
 // over every GEMM op's time at its (m, n, k), on the profile's tile, at its sustained clock; the GEMM
-// class is then not scaled.
+// class is then not scaled. The efficiencies are fitted to the kernels' durations, priced without a
+// kernel overhead; kernel_overhead is then the trace's own: the median gap before a compute kernel
+// launched while its stream was busy (TraceSummary::kernel_gap_us), where the trace holds 20 or more.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +46,10 @@ struct TraceCalibration {
   std::vector<TraceFit> fits;
   std::vector<TraceShapeFit> shape_fits;
   double measured_span = 0, span_before = 0, span_after = 0;  // the stage's span (F&B pair where paired)
+  std::optional<double> kernel_overhead;  // seconds, set from the trace's gaps
+  std::uint64_t kernel_gaps = 0;          // the gaps it is the median of
 };
+constexpr std::uint64_t kFewestKernelGaps = 20;
 
 // `profile_json`: the GPU profile as written (whole, its base resolved); `job` priced with it.
 TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, const TraceSummary& trace, std::int64_t stage);

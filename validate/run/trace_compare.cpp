@@ -116,6 +116,8 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
                {"communication busy", trace.communication_busy_us * us, sp.communication_busy},
                {"communication under compute", trace.overlap_us * us, sp.overlap},
                {"communication exposed", trace.exposed_communication_us() * us, sp.communication_busy - sp.overlap}};
+  // plumb's host always keeps ahead of the GPU: the stream never waits on a launch call.
+  if (trace.launches_known > 0) c.streams.push_back({"compute waiting on the host", trace.host_wait_us * us, 0.0});
   return c;
 }
 

@@ -1,5 +1,6 @@
 #include "validate/trace/trace_reader.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <istream>
@@ -53,6 +54,52 @@ std::int64_t id_of(double v, double limit) {
 constexpr double kMaxExternalId = 9007199254740992.0;  // 2^53: every integer below it is exact in a double
 constexpr double kMaxStream = 2147483647.0;
 
+// Bytes an element of a c10 ScalarType as PyTorch names it in a collective's "dtype"; 0: not a type
+// whose size plumb knows.
+int element_bytes_of(const std::string& dtype) {
+  if (dtype == "BFloat16" || dtype == "Half" || dtype == "Short" || dtype == "UInt16") return 2;
+  if (dtype == "Float" || dtype == "Int" || dtype == "UInt32" || dtype == "ComplexHalf") return 4;
+  if (dtype == "Double" || dtype == "Long" || dtype == "UInt64" || dtype == "ComplexFloat") return 8;
+  if (dtype == "Byte" || dtype == "Char" || dtype == "Bool" || dtype.starts_with("Float8_") || dtype.starts_with("QInt8") ||
+      dtype.starts_with("QUInt8"))
+    return 1;
+  return 0;
+}
+
+// "Process Group Ranks" as PyTorch writes it: "[0, 1, 2, 3]", or cut short "[0, 8, 16, ...]" in a large
+// group. Sets the lowest and highest rank and the stride where the listed ranks are evenly spaced (a
+// list cut short is taken to go on at its stride up to the group's size).
+void read_group_ranks(const std::string& text, CollectiveArgs& c) {
+  std::vector<double> ranks;
+  bool cut = false;
+  for (std::size_t i = 0; i < text.size();) {
+    if (text[i] >= '0' && text[i] <= '9') {
+      double v = 0;
+      for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) v = v * 10 + (text[i] - '0');
+      ranks.push_back(v);
+    } else {
+      cut |= text[i] == '.';
+      ++i;
+    }
+  }
+  if (ranks.empty() || ranks.size() > static_cast<std::size_t>(c.group_size)) return;
+  const double step = ranks.size() > 1 ? ranks[1] - ranks[0] : 0;
+  bool even = step > 0;
+  for (std::size_t i = 1; i < ranks.size() && even; ++i) even = ranks[i] - ranks[i - 1] == step;
+  const double lowest = *std::min_element(ranks.begin(), ranks.end());
+  double highest = *std::max_element(ranks.begin(), ranks.end());
+  if (cut) {
+    if (!even) return;  // cut short and uneven: where the rest lie is unknown
+    highest = ranks[0] + step * static_cast<double>(c.group_size - 1);
+  } else if (ranks.size() != static_cast<std::size_t>(c.group_size)) {
+    return;  // the list disagrees with the group's size
+  }
+  if (highest > kMaxStream) return;
+  c.lowest_rank = static_cast<std::int64_t>(lowest);
+  c.highest_rank = static_cast<std::int64_t>(highest);
+  c.rank_stride = even ? static_cast<std::int64_t>(step) : 0;
+}
+
 // nlohmann's SAX events, keeping only what a GPU event needs. Depth counts open containers; the
 // events array is root.traceEvents (or the root array), an event one level inside it, its args two.
 class TraceSax : public nlohmann::json_sax<nlohmann::json> {
@@ -67,6 +114,11 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
   bool binary(binary_t&) override { return scalar(); }
   bool string(string_t& v) override {
     if (in_args_ && depth_ == events_depth_ + 3 && key_ == "Input type") input_types_.push_back(v);
+    if (in_args_ && depth_ == events_depth_ + 2) {
+      if (key_ == "Collective name") collective_ = v;
+      else if (key_ == "dtype") dtype_ = v;
+      else if (key_ == "Process Group Ranks") group_ranks_ = v;
+    }
     if (in_event_ && depth_ == events_depth_ + 1) {
       if (key_ == "name") name_ = v;
       else if (key_ == "ph") ph_ = v;
@@ -132,6 +184,10 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
       if (key_ == "stream") stream_ = v;
       else if (key_ == "device") device_ = v;
       else if (key_ == "External id") external_ = v;
+      else if (key_ == "correlation") correlation_ = v;
+      else if (key_ == "In msg nelems") in_elements_ = v;
+      else if (key_ == "Out msg nelems") out_elements_ = v;
+      else if (key_ == "Group size") group_size_ = v;
     } else if (in_args_ && depth_ == events_depth_ + 4 && key_ == "Input Dims" && !input_dims_.empty()) {
       input_dims_.back().push_back(v);
     }
@@ -140,8 +196,30 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
   void begin_event() {
     in_event_ = true;
     name_.clear(), ph_.clear(), cat_.clear();
-    ts_ = dur_ = tid_ = pid_ = stream_ = device_ = external_ = -1;
+    ts_ = dur_ = tid_ = pid_ = stream_ = device_ = external_ = correlation_ = in_elements_ = out_elements_ = group_size_ = -1;
     input_dims_.clear(), input_types_.clear();
+    collective_.clear(), dtype_.clear(), group_ranks_.clear();
+  }
+  // A host call that puts work on a stream: a kernel launch, an asynchronous copy or memset.
+  static bool launch_call(const std::string& cat, const std::string& name) {
+    const bool host = cat == "cuda_runtime" || cat == "cuda_driver" || cat == "Runtime" || cat == "Driver";
+    return host && (name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos ||
+                    name.find("Memset") != std::string::npos);
+  }
+  // The annotation of a collective's kernel, where it is whole: sizes whole and at most 2^53 elements, a
+  // group of 1 to 2^31 ranks, a dtype of known size.
+  void add_collective(std::size_t event) {
+    CollectiveArgs c;
+    c.event = event;
+    c.collective = collective_;
+    c.element_bytes = element_bytes_of(dtype_);
+    for (double v : {in_elements_, out_elements_})
+      if (id_of(v, kMaxExternalId) < 0) return;
+    if (id_of(group_size_, kMaxStream) < 1 || c.element_bytes == 0) return;
+    c.in_elements = in_elements_, c.out_elements = out_elements_;
+    c.group_size = id_of(group_size_, kMaxStream);
+    read_group_ranks(group_ranks_, c);
+    out_.collectives.push_back(std::move(c));
   }
   static bool gpu_category(const std::string& cat) {
     return cat == "kernel" || cat == "Kernel" || cat == "gpu_memcpy" || cat == "Memcpy" || cat == "gpu_memset" || cat == "Memset";
@@ -178,6 +256,8 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     in_event_ = false;
     ++out_.events_seen;
     if (cat_ == "cpu_op" && id_of(external_, kMaxExternalId) >= 0 && !input_dims_.empty()) add_gemm_shape();
+    if (ph_ == "X" && ts_ >= 0 && id_of(correlation_, kMaxExternalId) >= 0 && launch_call(cat_, name_))
+      launches_.emplace_back(id_of(correlation_, kMaxExternalId), ts_);
     if (ph_ != "X" || !gpu_category(cat_) || ts_ < 0 || dur_ < 0) return;
     auto [it, added] = name_index_.try_emplace(name_, static_cast<std::uint32_t>(out_.names.size()));
     if (added) out_.names.push_back(name_);
@@ -189,14 +269,35 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     e.duration_us = dur_;
     e.external_id = id_of(external_, kMaxExternalId);
     out_.events.push_back(e);
+    correlations_.push_back(id_of(correlation_, kMaxExternalId));
+    if (!collective_.empty()) add_collective(out_.events.size() - 1);
   }
+
+ public:
+  // Each GPU event's launch time from the host call of the same correlation id (the first such call).
+  void join_launches() {
+    std::stable_sort(launches_.begin(), launches_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (std::size_t i = 0; i < out_.events.size(); ++i) {
+      if (correlations_[i] < 0) continue;
+      auto it = std::lower_bound(launches_.begin(), launches_.end(), correlations_[i], [](const auto& l, std::int64_t id) { return l.first < id; });
+      if (it != launches_.end() && it->first == correlations_[i]) out_.events[i].launch_us = it->second;
+    }
+    launches_ = {};
+    correlations_ = {};
+  }
+
+ private:
 
   GpuTrace& out_;
   std::unordered_map<std::string, std::uint32_t> name_index_;
   int depth_ = 0, events_depth_ = 0;
   bool root_seen_ = false, events_found_ = false, in_event_ = false, in_args_ = false, in_device_properties_ = false;
   std::string key_, name_, ph_, cat_;
-  double ts_ = -1, dur_ = -1, tid_ = -1, pid_ = -1, stream_ = -1, device_ = -1, external_ = -1;
+  double ts_ = -1, dur_ = -1, tid_ = -1, pid_ = -1, stream_ = -1, device_ = -1, external_ = -1, correlation_ = -1;
+  double in_elements_ = -1, out_elements_ = -1, group_size_ = -1;
+  std::string collective_, dtype_, group_ranks_;       // a collective kernel's annotation
+  std::vector<std::pair<std::int64_t, double>> launches_;  // (correlation, host call start) of every launch call
+  std::vector<std::int64_t> correlations_;              // each GPU event's, beside out_.events
   std::vector<std::vector<double>> input_dims_;  // a CPU op's args["Input Dims"]
   std::vector<std::string> input_types_;         // and args["Input type"]
   std::size_t error_at_ = 0;
@@ -228,6 +329,7 @@ GpuTrace read_gpu_trace(const std::string& path) {
   if (!ok) fail(fmt::format("byte {}", sax.error_at()), fmt::format("not a profiler trace: malformed JSON ({})", sax.error()));
   if (!sax.events_found()) fail("", "no \"traceEvents\" list: is this a PyTorch profiler (Chrome trace) file?");
   trace.bytes_read = buffer.stored_bytes();
+  sax.join_launches();
   return trace;
 }
 

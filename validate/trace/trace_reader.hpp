@@ -16,6 +16,22 @@ struct GpuEvent {
   std::int32_t device = 0;  // args.device, else the pid
   double start_us = 0, duration_us = 0;
   std::int64_t external_id = -1;  // args["External id"]: the CPU op that launched it (-1: none)
+  double launch_us = -1;          // when the host's launch call (cudaLaunchKernel, cuLaunchKernel, cudaMemcpyAsync, …
+                                  // joined by args.correlation) began; -1: the trace has none for it
+};
+
+// A collective's kernel as PyTorch's NCCL process group annotates it (args "Collective name", "In msg
+// nelems", "Out msg nelems", "dtype", "Group size", "Process Group Ranks").
+struct CollectiveArgs {
+  std::size_t event = 0;       // index into GpuTrace::events
+  std::string collective;      // "allreduce", "_allgather_base", "_reduce_scatter_base", "all_to_all", "send", …
+  double in_elements = 0, out_elements = 0;
+  int element_bytes = 0;       // of its dtype (BFloat16 2, Float 4, …)
+  std::int64_t group_size = 0;
+  // Its ranks: the lowest and highest, and the stride between consecutive ones where they are evenly
+  // spaced (0: unevenly, or the trace did not say: lowest = highest = -1).
+  std::int64_t lowest_rank = -1, highest_rank = -1, rank_stride = 0;
+  double bytes() const { return (in_elements > out_elements ? in_elements : out_elements) * element_bytes; }
 };
 
 // A GEMM's inputs' dtype as the op recorded it: c10::BFloat16, c10::Half, c10::Float8_e4m3fn or _e5m2, float.
@@ -37,6 +53,9 @@ struct GpuTrace {
   // The shapes of the GEMM ops (aten::mm, addmm, bmm, baddbmm, _scaled_mm) by External id, where the
   // trace recorded shapes; their kernels carry the same id.
   std::unordered_map<std::int64_t, GemmOpShape> gemm_shapes;
+  // The collectives' kernels that carry PyTorch's annotation of their message (whole and positive sizes,
+  // a known dtype); others are in `events` only.
+  std::vector<CollectiveArgs> collectives;
   std::uint64_t events_seen = 0; // every event of the file, GPU or not
   std::uint64_t bytes_read = 0;  // of the file as stored (compressed where it is)
 };

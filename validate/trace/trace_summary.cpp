@@ -10,6 +10,49 @@ namespace plumb {
 
 using sim::Interval;
 
+namespace {
+
+struct Launched {
+  double start = 0, end = 0, launch = -1;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2) return upper;
+  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
+}
+
+// A stream's gaps by cause (StreamTotal); the queued gaps appended to `queued`, the spans waiting on
+// the host to `host`.
+void gaps_by_cause(std::vector<Launched> kernels, StreamTotal& st, std::vector<double>& queued, std::vector<Interval>& host) {
+  std::stable_sort(kernels.begin(), kernels.end(), [](const Launched& a, const Launched& b) { return a.start < b.start; });
+  std::vector<double> mine;
+  double busy_until = kernels.empty() ? 0 : kernels.front().end;
+  for (std::size_t i = 1; i < kernels.size(); ++i) {
+    const Launched& k = kernels[i];
+    const double gap = k.start - busy_until;
+    if (gap >= 0 && k.launch >= 0) {
+      if (k.launch < busy_until) {
+        mine.push_back(gap);
+      } else {
+        ++st.host_bound;
+        const double wait = std::min(gap, k.launch - busy_until);
+        st.host_wait_us += wait;
+        host.emplace_back(busy_until, busy_until + wait);
+      }
+    }
+    busy_until = std::max(busy_until, k.end);
+  }
+  st.queued_gaps = mine.size();
+  st.median_queued_gap_us = median(mine);
+  queued.insert(queued.end(), mine.begin(), mine.end());
+}
+
+}  // namespace
+
 TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   TraceSummary s;
   s.file = trace.file;
@@ -27,6 +70,7 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   }
   std::map<std::uint32_t, UnknownKernel> unknown;
   std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Interval>> by_stream;
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Launched>> launched;
   std::map<std::pair<std::int32_t, std::int32_t>, double> stream_communication;
   std::vector<Interval> compute, communication;
   std::map<std::int64_t, GemmSample> gemms;
@@ -36,6 +80,8 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
     first = std::min(first, span.first);
     last = std::max(last, span.second);
     by_stream[{e.device, e.stream}].push_back(span);
+    launched[{e.device, e.stream}].push_back({span.first, span.second, e.launch_us});
+    if (e.launch_us >= 0) ++s.launches_known;
     const std::optional<std::size_t> c = class_of[e.name];
     if (!c) {
       UnknownKernel& u = unknown[e.name];
@@ -74,6 +120,8 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   std::stable_sort(s.classes.begin(), s.classes.end(), [](const ClassTotal& a, const ClassTotal& b) { return a.time_us > b.time_us; });
   for (auto& [id, u] : unknown) s.unknown.push_back(std::move(u));
   std::stable_sort(s.unknown.begin(), s.unknown.end(), [](const UnknownKernel& a, const UnknownKernel& b) { return a.time_us > b.time_us; });
+  std::vector<double> queued;          // the compute streams' queued gaps
+  std::vector<Interval> host_waits;    // and their spans waiting on the host
   for (auto& [key, spans] : by_stream) {
     StreamTotal st{key.first, key.second, spans.size()};
     const std::vector<Interval> busy = sim::merged_intervals(spans);
@@ -84,12 +132,21 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
       st.longest_gap_us = std::max(st.longest_gap_us, gap);
     }
     st.communication = 2 * stream_communication[key] > st.busy_us;
+    std::vector<double> unused;
+    std::vector<Interval> unused_spans;
+    gaps_by_cause(std::move(launched[key]), st, st.communication ? unused : queued, st.communication ? unused_spans : host_waits);
     s.streams.push_back(st);
   }
+  s.kernel_gaps = queued.size();
+  s.kernel_gap_us = median(std::move(queued));
+  for (const CollectiveArgs& a : trace.collectives) s.collectives.push_back({a, trace.events[a.event].duration_us});
   const std::vector<Interval> c = sim::merged_intervals(std::move(compute)), m = sim::merged_intervals(std::move(communication));
   s.compute_busy_us = sim::total_length(c);
   s.communication_busy_us = sim::total_length(m);
   s.overlap_us = sim::overlap_length(c, m);
+  // Waiting on the host costs only while no compute kernel runs on any stream.
+  const std::vector<Interval> waits = sim::merged_intervals(std::move(host_waits));
+  s.host_wait_us = sim::total_length(waits) - sim::overlap_length(waits, c);
   for (auto& [id, g] : gemms) s.gemm_samples.push_back(std::move(g));
   return s;
 }

@@ -28,6 +28,13 @@ struct StreamTotal {
   double gaps_us = 0;          // idle between consecutive kernels, first start to last end
   double longest_gap_us = 0;
   bool communication = false;  // most of its busy time is communication kernels
+  // Its gaps by cause, where the trace has the host's launch calls: a kernel launched before the one
+  // ahead of it ended waited only on the device (its launch and ramp, or an event of another stream);
+  // one launched after the stream went idle waited on the host for that long.
+  std::uint64_t queued_gaps = 0;  // gaps before kernels launched while the stream was busy
+  double median_queued_gap_us = 0;
+  std::uint64_t host_bound = 0;   // kernels the stream waited on the host for
+  double host_wait_us = 0;        // idle from the stream's last end to those kernels' launch calls
 };
 
 struct UnknownKernel {
@@ -44,6 +51,12 @@ struct GemmSample {
   std::uint64_t kernels = 0;
 };
 
+// A collective's kernel with PyTorch's annotation of its message, and its time.
+struct CollectiveSample {
+  CollectiveArgs args;
+  double time_us = 0;
+};
+
 struct TraceSummary {
   std::string file, device_name;
   std::uint64_t gpu_events = 0, events_seen = 0;
@@ -56,6 +69,14 @@ struct TraceSummary {
   // Unions over all streams: time any compute kernel ran, any communication kernel ran, both at once.
   double compute_busy_us = 0, communication_busy_us = 0, overlap_us = 0;
   std::vector<GemmSample> gemm_samples;  // in External id order; empty when the trace has no shapes
+  std::vector<CollectiveSample> collectives;  // in file order
+  // Over the compute streams: the median gap before a kernel launched while its stream was busy (the
+  // device's own time between kernels: what plumb's kernel_overhead is), how many such gaps there were,
+  // and the time no compute kernel ran while a compute stream waited on the host's launch call.
+  double kernel_gap_us = 0;
+  std::uint64_t kernel_gaps = 0;
+  double host_wait_us = 0;
+  std::uint64_t launches_known = 0;  // GPU events whose launch call the trace holds
   double exposed_communication_us() const { return communication_busy_us - overlap_us; }
 };
 
