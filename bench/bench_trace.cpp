@@ -1,7 +1,7 @@
 // Reading a large profiler trace: a synthetic Kineto trace of PLUMB_TRACE_BENCH_MB megabytes (default
-// 1024) is written to the temporary folder — CPU ops, runtime calls and kernels in the proportions of
-// the DeepSeek-V3 trace (one GPU kernel in 15 events), the kernel names cycling through that trace's
-// families — then streamed through plumb's reader and summarised. Prints the read rate and the
+// 1024) is written to the temporary folder — CPU ops, launch calls and kernels in the proportions of
+// the DeepSeek-V3 trace (one GPU kernel in 15 events, each with its launch call; one kernel in five
+// annotated as a collective is), the kernel names cycling through that trace's families — then streamed through plumb's reader and summarised. Prints the read rate and the
 // process's peak resident memory before and after (the target: a 1 GB trace in under 1 GB).
 #include <benchmark/benchmark.h>
 #include <cstdlib>
@@ -34,8 +34,14 @@ std::filesystem::path write_trace(double megabytes) {
   long long ts = 1740461679471346, i = 0;
   while (static_cast<double>(out.tellp()) < bytes) {
     if (i % 15 == 0)
-      out << fmt::format(R"(  {{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"External id": {}, "device": 0, "stream": {}, "correlation": {}, "grid": [4096, 1, 1], "block": [128, 1, 1]}}}},)",
-                         kernels[i / 15 % 5], ts, 20 + i % 37, i, i % 2 ? 7 : 27, i)
+      out << fmt::format(R"(  {{"ph": "X", "cat": "kernel", "name": "{}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"External id": {}, "device": 0, "stream": {}, "correlation": {}, "grid": [4096, 1, 1], "block": [128, 1, 1]{}}}}},)",
+                         kernels[i / 15 % 5], ts, 20 + i % 37, i, i % 2 ? 7 : 27, i,
+                         i / 15 % 5 == 1 ? R"(, "Collective name": "_allgather_base", "In msg nelems": 1048576, "Out msg nelems": 8388608, "Group size": 8, "dtype": "BFloat16", "Process Group Name": "0", "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]")"
+                                         : "")
+          << "\n";
+    else if (i % 15 == 1)  // the launch call of the kernel before it
+      out << fmt::format(R"(  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1402, "tid": 1402, "ts": {}, "dur": 4, "args": {{"External id": {}, "cbid": 211, "correlation": {}}}}},)",
+                         ts - 40, i - 1, i - 1)
           << "\n";
     else
       out << fmt::format(R"(  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1402, "tid": 1402, "ts": {}, "dur": 5, "args": {{"External id": {}, "Sequence number": {}, "Fwd thread id": 0, "Record function id": 0, "Ev Idx": {}}}}},)",
@@ -59,6 +65,8 @@ void BM_ReadTrace(benchmark::State& state) {
   state.counters["trace_MiB"] = size / (1 << 20);
   state.counters["MiB_per_s"] = benchmark::Counter(size / (1 << 20), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["gpu_events"] = static_cast<double>(summary.gpu_events);
+  state.counters["launches_joined"] = static_cast<double>(summary.launches_known);
+  state.counters["collectives"] = static_cast<double>(summary.collectives.size());
   state.counters["peak_RSS_MiB_before"] = before;
   state.counters["peak_RSS_MiB_after"] = peak_rss_mib();
   std::filesystem::remove(p);
