@@ -6,6 +6,7 @@
 #include "models/input/catalogue.hpp"
 #include "cli/report/calibrate_report.hpp"
 #include "validate/calibrate/device_profile.hpp"
+#include "cli/report/trace_report.hpp"
 #include "validate/run/trace_collectives.hpp"
 
 namespace plumb::cli {
@@ -77,8 +78,10 @@ int run_calibrate_trace(const Args& args) {
   Json raw = load_profile_document(ref.path, false, src);
   d.throw_if_any();
   KernelClassifier classes = KernelClassifier::bundled();
-  const TraceSummary trace = summarize_trace(read_gpu_trace(args.value("--trace")), classes);
-  const TraceCalibration c = calibrate_from_trace(raw, job, trace, args.integer("--stage", 0, 0, 100'000));
+  const GpuTrace gpu_trace = read_gpu_trace(args.value("--trace"));
+  const TraceSummary trace = summarize_trace(gpu_trace, classes);
+  const std::int64_t stage = args.integer("--stage", 0, 0, 100'000);
+  const TraceCalibration c = calibrate_from_trace(raw, job, trace, stage);
   // The fabric, from the collectives' kernels that carry their message.
   std::optional<TraceCollectiveLogs> collectives;
   Calibration fabric;
@@ -99,12 +102,22 @@ int run_calibrate_trace(const Args& args) {
   }
   write_profile(args.value("-o"), c.profile, false);
   if (collectives) write_profile(args.value("--fabric-out"), fabric.profile, true);
+  // The side by side with what was calibrated: plumb compare's table, and its timeline with --timeline.
+  Job calibrated = job;
+  SourceFile out_src{args.value("-o"), {}, &d, {}};
+  calibrated.cluster.gpu = *read_gpu(c.profile, "", out_src);
+  if (collectives) calibrated.cluster.fabric = *read_fabric(fabric.profile, "", out_src);
+  d.throw_if_any();
+  const TraceComparison comparison = compare_trace(calibrated, trace, stage);
+  if (args.flag("--timeline"))
+    write_file(args.value("--timeline"), side_by_side_timeline(calibrated, gpu_trace, classes, stage).dump() + "\n");
   if (args.flag("--json")) {
     Json out = trace_calibration_json(c);
     if (collectives) {
       out["fabric"] = calibration_json(fabric);
       out["fabric"]["left_out"] = collectives->left_out;
     }
+    out["comparison"] = trace_comparison_json(comparison);
     std::cout << out.dump(2) << "\n";
     return kOk;
   }
@@ -116,14 +129,16 @@ int run_calibrate_trace(const Args& args) {
     for (const std::string& w : collectives->left_out) std::cout << "not fitted: " << w << "\n";
     std::cout << fmt::format("\ncalibrated fabric profile → {}\n", args.value("--fabric-out"));
   }
+  std::cout << fmt::format("\nplumb compare with the calibrated profile{}:\n", collectives ? "s" : "") << trace_comparison_text(comparison);
+  if (args.flag("--timeline")) std::cout << fmt::format("side-by-side timeline (Perfetto) → {}\n", args.value("--timeline"));
   return kOk;
 }
 
 int run_calibrate(const Args& args) {
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
   if (args.flag("--trace")) return run_calibrate_trace(args);
-  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set") || args.flag("--fabric-out"))
-    throw UsageError("--scenario, --stage, --set and --fabric-out go with --trace");
+  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set") || args.flag("--fabric-out") || args.flag("--timeline"))
+    throw UsageError("--scenario, --stage, --set, --fabric-out and --timeline go with --trace");
   std::vector<Measurements> measured;
   for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
@@ -165,7 +180,7 @@ int run_calibrate(const Args& args) {
 const Command& calibrate_command() {
   static const Command command{
       {"calibrate",
-       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json]",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json] [--timeline F]",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
@@ -186,7 +201,9 @@ const Command& calibrate_command() {
        "kernel launched while its stream was busy. With --fabric-out, the scenario's fabric profile is fitted as\n"
        "from nccl-tests logs to the collectives' kernels that PyTorch annotated with their message (size, dtype,\n"
        "group): one fit per collective, group size and node count, over the fastest kernel of each size (the one\n"
-       "least delayed by its peers).",
+       "least delayed by its peers). Then prints plumb compare's side by side of the stage with the calibrated\n"
+       "profiles (and with --timeline writes its Perfetto timeline): a launch script and a trace give a\n"
+       "scenario (plumb import), calibrated profiles and the side by side in two commands.",
        {"[MEASUREMENTS.json...]"},
        {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
         {"--profile", "P", "the profile to calibrate: a catalogue name or a path (GPU measurements: their device's, by default)"},
@@ -197,7 +214,8 @@ const Command& calibrate_command() {
         {"--scenario", "S", "with --trace: the scenario the trace ran"},
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
         {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true},
-        {"--fabric-out", "FILE", "with --trace: also fit the scenario's fabric profile to the trace's annotated collective kernels, written here"}}},
+        {"--fabric-out", "FILE", "with --trace: also fit the scenario's fabric profile to the trace's annotated collective kernels, written here"},
+        {"--timeline", "FILE", "with --trace: write the measured kernels beside plumb's run of the stage with the calibrated profiles (Perfetto)"}}},
       run_calibrate};
   return command;
 }
