@@ -151,7 +151,7 @@ TEST_CASE("torchtitan's per-op selective checkpointing: what a Llama block keeps
   set.recompute.alternate_matmuls = set.recompute.norms = set.recompute.activation = true;
   const double h = 4096, kv = 8 * 128, f = 14336, heads = 32;
   CHECK(layer_bytes_per_token(m, 0, set) == doctest::Approx(2 * (h + h + kv + h + f + h) + 4 * heads));
-  // float8's _scaled_mm is not in the save list: every matmul recomputed, x, SDPA's output and its
+  // A save list without aten.mm (recompute matmuls): every matmul recomputed, x, SDPA's output and its
   // log-sum-exp kept.
   set.recompute.matmuls = true;
   CHECK(layer_bytes_per_token(m, 0, set) == doctest::Approx(2 * (h + h) + 4 * heads));
