@@ -228,6 +228,16 @@ TEST_CASE("a trace of PyTorch's NCCL process group: the annotated collectives, t
     CHECK(1 / f.fit.beta == doctest::Approx(network ? 45e9 : 360e9).epsilon(0.001));
     CHECK(f.fit.alpha == doctest::Approx(network ? 40e-6 : 20e-6).epsilon(0.001));
   }
+  // plumb compare beside the trace: each collective's fastest kernel against plumb's model, at the fabric
+  // as bundled and as calibrated (within the calibration's own RMS, a few percent, at every size).
+  Job compared = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
+  REQUIRE(compare_trace(compared, s, 0).collectives.size() == 13);
+  compared.cluster.fabric = *read_fabric(c.profile, "", src);
+  REQUIRE(d.empty());
+  for (const TraceComparison::Collective& r : compare_trace(compared, s, 0).collectives) {
+    INFO(r.op << " " << r.bytes);
+    CHECK(r.predicted == doctest::Approx(r.measured).epsilon(r.bytes < 2e7 ? 0.05 : 0.02));
+  }
   // And the GPU profile's kernel overhead from the gaps.
   const Job job = load_scenario(data_dir() / "scenarios/llama3-405b-16k-h100.json");
   const Json gpu_raw = load_profile_document(data_dir() / "hw_profiles/gpus/h100-sxm.json", false, src);

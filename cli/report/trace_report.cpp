@@ -127,11 +127,27 @@ std::string trace_comparison_text(const TraceComparison& c) {
     for (const TraceClassComparison& r : c.streams)
       out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", r.op, 1e3 * r.measured, 1e3 * r.predicted, 100 * error_of(r.predicted, r.measured));
   }
+  if (!c.collectives.empty()) {
+    std::vector<TraceComparison::Collective> rows = c.collectives;
+    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+      return std::abs(error_of(a.predicted, a.measured)) > std::abs(error_of(b.predicted, b.measured));
+    });
+    out += fmt::format("\n{:<28} {:>12} {:>12} {:>12} {:>8}\n", "collectives (fastest kernel)", "bytes", "measured us", "predicted us", "error");
+    const std::size_t shown = std::min<std::size_t>(rows.size(), 20);
+    for (std::size_t i = 0; i < shown; ++i) {
+      const auto& r = rows[i];
+      out += fmt::format("{:<28} {:>12.0f} {:>12.2f} {:>12.2f} {:>+7.1f}%\n", fmt::format("{} {}×{} node(s)", r.op, r.ranks, r.nodes), r.bytes,
+                         1e6 * r.measured, 1e6 * r.predicted, 100 * error_of(r.predicted, r.measured));
+    }
+    if (rows.size() > shown) out += fmt::format("… and {} more (--json lists them all)\n", rows.size() - shown);
+  }
   if (c.unknown > 0) out += fmt::format("\n{:.3f} ms of the trace is in kernels no class rule knew (plumb trace lists them)\n", 1e3 * c.unknown);
   out += "\nmeasured: the trace's kernels by class (plumb trace); predicted: the stage's layers, every pass and its recomputation, "
          "at the GPU profile, and its TP/EP/CP communication (its permute and unpermute count as memory-bound work; DeepEP does them "
          "inside its communication kernels); streams: the trace's compute and communication streams (plumb trace) against the "
-         "simulated step's compute stream and its communication streams for the same ops, idle being the span less compute busy\n";
+         "simulated step's compute stream and its communication streams for the same ops, idle being the span less compute busy; "
+         "collectives: per collective, group and message size that PyTorch annotated, the trace's fastest kernel against plumb's "
+         "collective model at the scenario's fabric\n";
   return out;
 }
 
@@ -143,10 +159,14 @@ Json trace_comparison_json(const TraceComparison& c) {
     return out;
   };
   const Json classes = rows(c.classes, "op"), streams = rows(c.streams, "stream");
+  Json collectives = Json::array();
+  for (const auto& r : c.collectives)
+    collectives.push_back({{"collective", r.op}, {"ranks", r.ranks}, {"nodes", r.nodes}, {"bytes", r.bytes}, {"measured_s", r.measured},
+                           {"predicted_s", r.predicted}, {"error", error_of(r.predicted, r.measured)}});
   return {{"scenario", c.scenario}, {"trace", c.trace}, {"device", c.device}, {"stage", c.stage}, {"layers", c.layers},
           {"span", {{"pair", c.pair}, {"measured_s", c.measured_span}, {"predicted_s", c.predicted_span},
                     {"error", error_of(c.predicted_span, c.measured_span)}}},
-          {"classes", classes}, {"streams", streams}, {"unknown_s", c.unknown}};
+          {"classes", classes}, {"streams", streams}, {"collectives", collectives}, {"unknown_s", c.unknown}};
 }
 
 }  // namespace plumb

@@ -9,6 +9,7 @@
 #include "models/memory/memory.hpp"
 #include "models/step/step_builder.hpp"
 #include "sim/intervals.hpp"
+#include "validate/run/trace_collectives.hpp"
 
 namespace plumb {
 
@@ -118,6 +119,11 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
                {"communication exposed", trace.exposed_communication_us() * us, sp.communication_busy - sp.overlap}};
   // plumb's host always keeps ahead of the GPU: the stream never waits on a launch call.
   if (trace.launches_known > 0) c.streams.push_back({"compute waiting on the host", trace.host_wait_us * us, 0.0});
+  const CollectiveLinks links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
+  for (const NcclTestsLog& log : collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node).logs)
+    for (const NcclTestsRow& row : log.rows)
+      c.collectives.push_back({std::string(collective_op_name(log.op)), log.ranks, log.nodes, row.bytes, row.time_s,
+                               collective_cost(log.op, row.bytes, GroupPlacement{log.ranks, log.nodes}, links).seconds});
   return c;
 }
 

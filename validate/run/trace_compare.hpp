@@ -31,6 +31,14 @@ struct TraceComparison {
   // streams for the same ops).
   std::vector<TraceClassComparison> streams;
   double unknown = 0;                  // trace seconds in kernels no class rule knew
+  // The collectives PyTorch annotated with their message: per collective, group and size, the fastest
+  // kernel (the least delayed by its peers) against plumb's collective model at the scenario's fabric.
+  struct Collective {
+    std::string op;
+    std::int64_t ranks = 0, nodes = 0;
+    double bytes = 0, measured = 0, predicted = 0;  // seconds
+  };
+  std::vector<Collective> collectives;
 };
 
 // plumb's GPU time for a stage's layers over their three passes (recomputation included), per op class
