@@ -533,3 +533,50 @@ TEST_CASE("torchtitan's float8 tensorwise TP gathers fp8: each sequence-parallel
   // Only with fp8 and sequence parallelism.
   CHECK_THROWS_AS(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json", {"parallel.fp8_all_gathers=true"}), InputError);
 }
+
+TEST_CASE("the host issues each kernel in the framework's host time: the GPU waits only where the host is behind") {
+  // Closed form: kernels g_1…g_n issued h apart end at max_i (i·h + g_i + … + g_n).
+  Pass p;
+  for (double g : {5.0, 1.0, 1.0, 1.0}) p.add_kernel(g, 2.0);
+  CHECK(p.kernels == 4);
+  CHECK(p.host_issue == 8.0);
+  CHECK(p.issue_end == doctest::Approx(std::max({2.0 + 8.0, 4.0 + 3.0, 6.0 + 2.0, 8.0 + 1.0})));  // the long first kernel hides the rest
+  Pass q;
+  for (double g : {1.0, 1.0, 1.0, 5.0}) q.add_kernel(g, 2.0);
+  CHECK(q.issue_end == doctest::Approx(std::max({2.0 + 8.0, 4.0 + 7.0, 6.0 + 6.0, 8.0 + 5.0})));  // behind the host until the last
+  // Composing passes gives what one pass of all their kernels gives.
+  Pass joined = p;
+  joined.append(q);
+  Pass flat;
+  for (double g : {5.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 5.0}) flat.add_kernel(g, 2.0);
+  CHECK(joined.issue_end == doctest::Approx(flat.issue_end));
+  CHECK(joined.kernels == 8);
+  // Settled, the waits are the GPU's: the pass's compute becomes its issue end.
+  flat.settle_host();
+  CHECK(flat.compute() == doctest::Approx(flat.issue_end));
+  CHECK(flat.host_wait == doctest::Approx(flat.issue_end - 16.0));
+  // A host that keeps ahead costs nothing.
+  Pass fast;
+  for (double g : {5.0, 1.0, 1.0}) fast.add_kernel(g, 0.0);
+  fast.settle_host();
+  CHECK(fast.compute() == 7.0);
+  CHECK(fast.host_wait == 0.0);
+}
+
+TEST_CASE("a host slower than the kernels sets the step: every pass takes its kernels' host time") {
+  const Job job = scenario("gpt3-175b-megatron.json");
+  const Run base = run(job);
+  CHECK(base.costs.stages[0].forward.host_wait == 0);
+  // At 1 ms a kernel the host is far behind every kernel: each pass takes about its kernels' host time.
+  const Job slow = scenario("gpt3-175b-megatron.json", {"training.host_overhead=1ms"});
+  const StepCosts costs = step_costs(slow);
+  for (std::size_t i = 0; i < costs.stages.size(); ++i) {
+    const Pass& f = costs.stages[i].forward;
+    CHECK(f.compute() >= f.host_issue);
+    CHECK(f.compute() < f.host_issue + base.costs.stages[i].forward.compute());
+    CHECK(f.host_wait > 0);
+    CHECK(f.kernels == base.costs.stages[i].forward.kernels);
+  }
+  CHECK(run(slow).report.step_time > base.report.step_time);
+  CHECK_THROWS_WITH_AS(scenario("gpt3-175b-megatron.json", {"training.host_overhead=-1us"}), doctest::Contains("host_overhead"), InputError);
+}

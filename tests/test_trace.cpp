@@ -123,12 +123,31 @@ TEST_CASE("the DeepSeek-V3 trace's gaps by cause: each kernel's launch call join
   // either launched before the stream's last end (a queued gap) or after it (a wait on the host).
   const Json doc = Json::parse(inflate_all(kTrace));
   std::map<std::int64_t, double> launch;
+  std::map<std::int64_t, std::vector<double>> by_thread;
   for (const Json& e : doc["traceEvents"]) {
     const std::string cat = e.value("cat", ""), name = e.value("name", "");
     if ((cat == "cuda_runtime" || cat == "cuda_driver") &&
-        (name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos || name.find("Memset") != std::string::npos))
+        (name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos || name.find("Memset") != std::string::npos)) {
       launch.emplace(e["args"]["correlation"].get<std::int64_t>(), e["ts"].get<double>());
+      by_thread[e["tid"].get<std::int64_t>()].push_back(e["ts"].get<double>());
+    }
   }
+  // The host's pace: two launching threads (DualPipe's forward and autograd's backward), a median ~30 us
+  // between one launch call and the next on each.
+  std::vector<double> intervals;
+  std::size_t calls = 0;
+  for (auto& [thread, starts] : by_thread) {
+    std::sort(starts.begin(), starts.end());
+    calls += starts.size();
+    for (std::size_t i = 1; i < starts.size(); ++i) intervals.push_back(starts[i] - starts[i - 1]);
+  }
+  std::sort(intervals.begin(), intervals.end());
+  CHECK(s.launch_threads == 2);
+  CHECK(s.launch_calls == calls);
+  CHECK(s.launch_interval_us == doctest::Approx(intervals.size() % 2 ? intervals[intervals.size() / 2]
+                                                                     : (intervals[intervals.size() / 2 - 1] + intervals[intervals.size() / 2]) / 2));
+  CHECK(s.launch_interval_us >= 25);
+  CHECK(s.launch_interval_us <= 35);
   std::map<std::int64_t, std::vector<std::array<double, 3>>> streams;  // start, end, launch
   for (const Json& e : doc["traceEvents"]) {
     const std::string cat = e.value("cat", "");
@@ -372,6 +391,13 @@ TEST_CASE("calibrated from the DeepSeek-V3 trace, the chunk's classes meet it an
     CHECK(c.profile["sources"][f.field].get<std::string>().find("calibrated by plumb calibrate --trace") == 0);
   }
   CHECK(c.span_before == doctest::Approx(c.measured_span * (1 - 0.144)).epsilon(0.01));
+  // The framework's host time a plumb kernel: the trace's launch calls at their pace over plumb's kernels;
+  // priced with it, the GPU waits on the host for part of the pair, as the trace's did (1.9 ms).
+  REQUIRE(c.host_overhead);
+  CHECK(*c.host_overhead == doctest::Approx(static_cast<double>(trace.launch_calls) * trace.launch_interval_us * 1e-6 /
+                                            static_cast<double>(c.plumb_kernels)));
+  CHECK(c.host_wait_predicted > 0);
+  CHECK(c.host_wait_predicted < trace.host_wait_us * 1e-6);
   // The span is the schedule's overlap of the pair with the calibrated kernel rates: predicted, not fitted.
   CHECK(std::abs(c.span_after / c.measured_span - 1) < 0.05);
   // plumb compare with the calibrated profile: every fitted class and the span within 10% of the trace.

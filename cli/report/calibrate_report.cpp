@@ -113,6 +113,11 @@ std::string trace_calibration_report(const TraceCalibration& c) {
   else
     out += fmt::format("\nkernel_overhead not fitted: the trace has fewer than {} gaps between kernels launched while their stream was busy "
                        "(or no launch calls)\n", kFewestKernelGaps);
+  if (c.host_overhead)
+    out += fmt::format("training.host_overhead {:.1f} us a plumb kernel (the framework's, not the GPU's: give it with --set): the trace's "
+                       "launch calls at their median pace, over plumb's {} kernels of the stage's forward and backward; with it plumb's GPU "
+                       "waits {:.3f} ms on the host there\n",
+                       1e6 * *c.host_overhead, c.plumb_kernels, 1e3 * c.host_wait_predicted);
   out += fmt::format("\nthe stage's span, not fitted: measured {:.3f} ms, plumb {:.3f} ms before ({:+.1f}%), {:.3f} ms with the calibrated "
                      "profile ({:+.1f}%)\n",
                      1e3 * c.measured_span, 1e3 * c.span_before, 100 * (c.span_before / c.measured_span - 1), 1e3 * c.span_after,
@@ -137,6 +142,9 @@ Json trace_calibration_json(const TraceCalibration& c) {
           {"shape_fits", shapes},
           {"span", {{"measured_s", c.measured_span}, {"before_s", c.span_before}, {"after_s", c.span_after}}},
           {"kernel_overhead", c.kernel_overhead ? Json{{"seconds", *c.kernel_overhead}, {"gaps", c.kernel_gaps}} : Json()},
+          {"host_overhead", c.host_overhead ? Json{{"seconds", *c.host_overhead}, {"plumb_kernels", c.plumb_kernels},
+                                                   {"predicted_host_wait_s", c.host_wait_predicted}}
+                                            : Json()},
           {"profile", c.profile}};
 }
 

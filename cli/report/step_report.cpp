@@ -75,6 +75,9 @@ std::string pricing_text(const Job& job) {
   if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
   if (g.sustained_compute_scale_fp8) out += fmt::format(" (fp8 {:.3f}x)", *g.sustained_compute_scale_fp8);
   if (g.kernel_overhead > 0) out += fmt::format(", {:.1f} us a kernel", g.kernel_overhead * 1e6);
+  if (job.training.host_overhead > 0)
+    out += fmt::format("; the host {:.1f} us a kernel (training.host_overhead: the GPU waits where the host is behind)",
+                       job.training.host_overhead * 1e6);
   return out + "\n";
 }
 

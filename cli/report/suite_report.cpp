@@ -27,6 +27,7 @@ std::string breakdown_text(const CaseResult& c) {
   out += fmt::format("    compute {}:", ms(b.compute));
   for (std::size_t i = 0; i < b.compute_by_class.size(); ++i) out += fmt::format(" {} {}", kClassNames[i], ms(b.compute_by_class[i]));
   if (b.kernel_overhead > 0) out += fmt::format(" (kernel launches {})", ms(b.kernel_overhead));
+  if (b.host_wait > 0) out += fmt::format(" waiting on the host {}", ms(b.host_wait));
   out += "\n    exposed communication:";
   for (std::size_t k = 0; k < kCommKinds; ++k)
     out += fmt::format(" {} {}", comm_kind_name(static_cast<CommKind>(k)), ms(b.exposed[k]));
@@ -82,7 +83,7 @@ Json suite_json(const SuiteResult& r) {
       for (std::size_t k = 0; k < kCommKinds; ++k) exposed[std::string(comm_kind_name(static_cast<CommKind>(k)))] = b.exposed[k];
       j["breakdown"] = {{"step_time_s", b.step_time}, {"compute_s", b.compute},
                         {"gemm_s", b.compute_by_class[0]}, {"attention_s", b.compute_by_class[1]},
-                        {"memory_bound_s", b.compute_by_class[2]}, {"kernel_overhead_s", b.kernel_overhead},
+                        {"memory_bound_s", b.compute_by_class[2]}, {"kernel_overhead_s", b.kernel_overhead}, {"host_wait_s", b.host_wait},
                         {"exposed_s", exposed}, {"bubble_s", b.bubble}};
     }
     cases.push_back(j);

@@ -51,6 +51,10 @@ std::string trace_text(const TraceSummary& s, std::size_t unknown_rows) {
                        s.kernel_gap_us, s.kernel_gaps, s.host_wait_us / 1e3);
   else
     out += "\nthe trace holds no launch calls (cuda_runtime events): gaps are not split into the device's and the host's\n";
+  if (s.launch_calls > 1)
+    out += fmt::format("the host: {} launch calls on {} thread(s), a median {:.1f} us apart on a thread (plumb calibrate --trace turns "
+                       "this into training.host_overhead)\n",
+                       s.launch_calls, s.launch_threads, s.launch_interval_us);
   if (!s.collectives.empty())
     out += fmt::format("{} collective kernels carry their message (size, dtype, group): plumb calibrate --trace … --fabric-out fits the "
                        "fabric's bandwidths to them\n",
@@ -101,6 +105,9 @@ Json trace_json(const TraceSummary& s) {
           {"kernel_gaps", s.kernel_gaps},
           {"host_wait_s", s.host_wait_us * 1e-6},
           {"launches_known", s.launches_known},
+          {"launch_calls", s.launch_calls},
+          {"launch_threads", s.launch_threads},
+          {"launch_interval_s", s.launch_interval_us * 1e-6},
           {"annotated_collectives", s.collectives.size()},
           {"unknown", unknown},
           {"unknown_s", s.unknown_time_us * 1e-6}};
@@ -128,18 +135,18 @@ std::string trace_comparison_text(const TraceComparison& c) {
       out += fmt::format("{:<28} {:>12.3f} {:>12.3f} {:>+7.1f}%\n", r.op, 1e3 * r.measured, 1e3 * r.predicted, 100 * error_of(r.predicted, r.measured));
   }
   if (!c.collectives.empty()) {
-    std::vector<TraceComparison::Collective> rows = c.collectives;
-    std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    std::vector<TraceComparison::Collective> worst = c.collectives;
+    std::stable_sort(worst.begin(), worst.end(), [](const auto& a, const auto& b) {
       return std::abs(error_of(a.predicted, a.measured)) > std::abs(error_of(b.predicted, b.measured));
     });
     out += fmt::format("\n{:<28} {:>12} {:>12} {:>12} {:>8}\n", "collectives (fastest kernel)", "bytes", "measured us", "predicted us", "error");
-    const std::size_t shown = std::min<std::size_t>(rows.size(), 20);
+    const std::size_t shown = std::min<std::size_t>(worst.size(), 20);
     for (std::size_t i = 0; i < shown; ++i) {
-      const auto& r = rows[i];
+      const auto& r = worst[i];
       out += fmt::format("{:<28} {:>12.0f} {:>12.2f} {:>12.2f} {:>+7.1f}%\n", fmt::format("{} {}×{} node(s)", r.op, r.ranks, r.nodes), r.bytes,
                          1e6 * r.measured, 1e6 * r.predicted, 100 * error_of(r.predicted, r.measured));
     }
-    if (rows.size() > shown) out += fmt::format("… and {} more (--json lists them all)\n", rows.size() - shown);
+    if (worst.size() > shown) out += fmt::format("… and {} more (--json lists them all)\n", worst.size() - shown);
   }
   if (c.unknown > 0) out += fmt::format("\n{:.3f} ms of the trace is in kernels no class rule knew (plumb trace lists them)\n", 1e3 * c.unknown);
   out += "\nmeasured: the trace's kernels by class (plumb trace); predicted: the stage's layers, every pass and its recomputation, "

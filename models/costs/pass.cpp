@@ -1,5 +1,7 @@
 #include "models/costs/pass.hpp"
 
+#include <algorithm>
+
 namespace plumb {
 
 std::string_view comm_kind_name(CommKind k) {
@@ -58,9 +60,35 @@ void Pass::add_comm(double seconds, CommKind kind) {
   }
 }
 
-void Pass::add_overlapped(double compute, double comm, CommKind kind) {
+namespace {
+// The host-issue bookkeeping of `b` after `a` (Pass::issue_end): a's kernels end, then b's; or b's end
+// after the host has issued a's and then b's own.
+void compose_issue(Pass& a, std::uint64_t kernels, double host, double compute, double end) {
+  a.issue_end = std::max(a.issue_end + compute, a.host_issue + end);
+  a.host_issue += host;
+  a.issued_compute += compute;
+  a.kernels += kernels;
+}
+}  // namespace
+
+void Pass::add_kernel(double seconds, double host) {
+  if (seconds <= 0) return;
+  compose_issue(*this, 1, host, seconds, host + seconds);
+  add_compute(seconds);
+}
+
+void Pass::add_overlapped(double compute, double comm, CommKind kind, double host) {
+  if (compute > 0) compose_issue(*this, 1, host, compute, host + compute);
   if (comm <= 0) return add_compute(compute);
   segments.push_back({compute, comm, kind, true});
+}
+
+void Pass::settle_host() {
+  const double wait = issue_end - issued_compute, total = compute();
+  if (wait <= 1e-15 || total <= 0) return;
+  for (Segment& g : segments) g.compute += wait * g.compute / total;
+  host_wait += wait;
+  issued_compute += wait;  // the waits are now the GPU's own time
 }
 
 void Pass::append(const Pass& other) {
@@ -73,6 +101,8 @@ void Pass::append(const Pass& other) {
     add_comm(g.comm, g.kind);
   }
   background += other.background;
+  compose_issue(*this, other.kernels, other.host_issue, other.issued_compute, other.issue_end);
+  host_wait += other.host_wait;
 }
 
 double interleaved_span(const Pass& a, const Pass& b, const std::array<bool, kCommKinds>& network) {

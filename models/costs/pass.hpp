@@ -24,6 +24,15 @@ struct Segment {
 
 struct Pass {
   std::vector<Segment> segments;
+  // The host's issue of the pass's kernels, each taking the framework's host time (training.host_overhead):
+  // how many, how long the host takes to issue them all, their GPU time, and when the last would end if
+  // only the issue order and each kernel's own time mattered — the host runs ahead while the GPU is
+  // busy, and the GPU waits where the host has not yet issued its next kernel (max over kernels i of the
+  // host's issue of 1…i plus the GPU time of i…n). Composes over `append`.
+  std::uint64_t kernels = 0;
+  double host_issue = 0, issued_compute = 0, issue_end = 0;
+  // The GPU's waits on the host that `settle_host` spread over the segments.
+  double host_wait = 0;
   // ZeRO's per-micro-batch traffic: stage 3's parameter gathers, and stages 2 and 3's gradient
   // reduce-scatters in the passes that make weight gradients; issued when the pass starts, bucketed
   // layer by layer beside it, and waited for at its end. Kind dp.
@@ -40,7 +49,12 @@ struct Pass {
   // Appends compute (merged into the last segment when that one has no communication yet).
   void add_compute(double seconds);
   void add_comm(double seconds, CommKind kind);
-  void add_overlapped(double compute, double comm, CommKind kind);
+  void add_overlapped(double compute, double comm, CommKind kind, double host = 0);
+  // A kernel the host issues in `host` seconds that computes for `seconds` (compute only when the host is free).
+  void add_kernel(double seconds, double host);
+  // The GPU's waits on the host (issue_end over issued_compute) added to the segments' compute, in
+  // proportion to it: once per assembled pass.
+  void settle_host();
   void append(const Pass& other);
 };
 

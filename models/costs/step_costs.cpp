@@ -206,7 +206,7 @@ class StageCoster {
     double fused = 0;
     auto add_waves = [&](Pass& pass, bool forward) {
       const WavePipeline w = wave_pass(fused, forward);
-      pass.add_compute(w.compute);
+      pass.add_kernel(w.compute, host_);  // one persistent kernel
       pass.add_comm(w.total() - w.compute, CommKind::ep);  // what the pipeline leaves exposed
       fused = 0;
     };
@@ -221,11 +221,11 @@ class StageCoster {
       double f = seconds(op, 0);
       if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
         lp.forward.add_comm(compressed_cp_seconds(op, CollectiveOp::all_gather), CommKind::cp);
-        lp.forward.add_compute(f);
+        lp.forward.add_kernel(f, host_);
       } else if (ring_cp(op)) {
-        lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp);
+        lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp, host_);
       } else {
-        lp.forward.add_compute(f);
+        lp.forward.add_kernel(f, host_);
       }
       add_tp_or_ep(lp.forward, op.after, true);
     }
@@ -237,13 +237,13 @@ class StageCoster {
     } else {
       for (const LayerOp& op : ops)
         if (double share = recompute_share(op, recompute_, job_.model.attention, transformer_layer); share > 0)
-          recompute.add_compute(share * seconds(op, 0));
+          recompute.add_kernel(share * seconds(op, 0), host_);
     }
     for (Pass* p : {&lp.input_grad, &lp.backward}) {
       p->append(recompute);
       for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
         const LayerOp& op = *it;
-        double dx = seconds(op, 1) + (p == &lp.backward ? seconds(op, 2) : 0.0);
+        const double dw = p == &lp.backward ? seconds(op, 2) : 0.0, dx = seconds(op, 1) + dw;
         if (op.fused_moe) {
           fused += dx;
           if (static_cast<std::size_t>(ops.rend() - it) - 1 == first_fused) add_waves(*p, false);
@@ -251,17 +251,17 @@ class StageCoster {
         }
         add_tp_or_ep(*p, op.after, false);
         if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
-          p->add_compute(dx);
+          add_backward_kernels(*p, dx - dw, dw);
           p->add_comm(compressed_cp_seconds(op, CollectiveOp::reduce_scatter), CommKind::cp);
         } else if (ring_cp(op)) {
-          p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp);
+          p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp, host_);
         } else {
-          p->add_compute(dx);
+          add_backward_kernels(*p, dx - dw, dw);
         }
         add_tp_or_ep(*p, op.before, false);
       }
     }
-    for (const LayerOp& op : ops) lp.weight_grad.add_compute(seconds(op, 2));
+    for (const LayerOp& op : ops) lp.weight_grad.add_kernel(seconds(op, 2), host_);
     return lp;
   }
 
@@ -295,6 +295,11 @@ class StageCoster {
   }
 
  private:
+  // An op's input gradient and weight gradient: two kernels where both do work.
+  void add_backward_kernels(Pass& p, double input_grad, double weight_grad) const {
+    p.add_kernel(input_grad, host_);
+    p.add_kernel(weight_grad, host_);
+  }
   double seconds(const LayerOp& op, int pass) const {
     double t = op_time(op, pass, job_.cluster.gpu, job_.training).seconds;
     return expert_op(op) ? t * expert_load_ : t;
@@ -331,7 +336,7 @@ class StageCoster {
     pass.add_comm(t, kind_of(c));
     const bool tp_collective = c == CommPoint::tp_enter || c == CommPoint::tp_exit;
     if (t > 0 && tp_collective && job_.layout.sequence_parallel && job_.layout.sequence_parallel_copies) {
-      pass.add_compute(job_.cluster.gpu.hbm_seconds(2.0 * tp_bytes(tp_op(c, forward))));
+      pass.add_kernel(job_.cluster.gpu.hbm_seconds(2.0 * tp_bytes(tp_op(c, forward))), host_);
     }
   }
   double tp_or_ep(CommPoint c, bool forward) const {
@@ -353,6 +358,7 @@ class StageCoster {
   }
 
   const Job& job_;
+  double host_ = job_.training.host_overhead;  // the host's time to issue a kernel
   OpContext ctx_;
   Groups groups_;
   Recompute recompute_;
@@ -521,6 +527,8 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
         passes.weight_grad.append((*it)->weight_grad);
         passes.backward.append((*it)->backward);
       }
+      // The GPU's waits on the host, where the framework's host time a kernel outruns the kernels.
+      for (Pass* pass : {&passes.forward, &passes.input_grad, &passes.weight_grad, &passes.backward}) pass->settle_host();
       same = built.emplace(order, std::move(passes)).first;
     }
     StageCost s = same->second;

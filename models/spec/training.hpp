@@ -101,6 +101,10 @@ struct TrainingSpec {
   // chain into about one kernel and the eager figures do not apply.
   std::optional<EagerElementwise> eager_elementwise;
   bool compiled = false;
+  // The host's time to issue one of plumb's kernels (an op's pass): the framework's Python, its dispatch
+  // and the launch call (training.host_overhead). The GPU waits where the host has not yet issued its
+  // next kernel (models/costs Pass::issue_end); 0: the host always keeps ahead.
+  double host_overhead = 0;
   // The eager figures that price this run: none when compiled or the framework fuses its ops.
   const EagerElementwise* eager() const { return compiled || !eager_elementwise ? nullptr : &*eager_elementwise; }
   // Bytes per routed-expert weight the expert GEMMs read, when narrower than their inputs: "fp4" (E2M1

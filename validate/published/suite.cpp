@@ -61,9 +61,17 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
         if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += count;
       }
   }
+  // The GPU's waits on the host, in the share of compute the stages' passes spend on them.
+  if (job.training.host_overhead > 0) {
+    double waits = 0, passes = 0;
+    for (const StageCost& s : step_costs(job).stages)
+      for (const Pass* p : {&s.forward, &s.backward}) waits += p->host_wait, passes += p->compute();
+    if (passes > 0) b.host_wait = b.compute * waits / passes;
+  }
   if (total > 0) {
-    for (std::size_t i = 0; i < by_class.size(); ++i) b.compute_by_class[i] = b.compute * by_class[i] / total;
-    b.kernel_overhead = b.compute * kernels * job.cluster.gpu.kernel_overhead / total;
+    const double kernel_time = b.compute - b.host_wait;
+    for (std::size_t i = 0; i < by_class.size(); ++i) b.compute_by_class[i] = kernel_time * by_class[i] / total;
+    b.kernel_overhead = kernel_time * kernels * job.cluster.gpu.kernel_overhead / total;
   }
   return b;
 }

@@ -27,6 +27,7 @@ struct StepBreakdown {
   std::array<double, kCommKinds> exposed{};   // communication not hidden under compute, per kind
   double bubble = 0;                          // idle
   double kernel_overhead = 0;                 // launch cost inside compute (the GPU profile's per-kernel cost)
+  double host_wait = 0;                       // inside compute, the GPU waiting on the host (training.host_overhead)
 };
 
 struct CaseResult {

@@ -11,6 +11,8 @@
 // class is then not scaled. The efficiencies are fitted to the kernels' durations, priced without a
 // kernel overhead; kernel_overhead is then the trace's own: the median gap before a compute kernel
 // launched while its stream was busy (TraceSummary::kernel_gap_us), where the trace holds 20 or more.
+// The framework's host time a kernel (training.host_overhead, not a GPU figure: reported, not written
+// to the profile) from the host's launch calls, and the stage's span after is priced with it.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -48,6 +50,12 @@ struct TraceCalibration {
   double measured_span = 0, span_before = 0, span_after = 0;  // the stage's span (F&B pair where paired)
   std::optional<double> kernel_overhead;  // seconds, set from the trace's gaps
   std::uint64_t kernel_gaps = 0;          // the gaps it is the median of
+  // The framework's host time a plumb kernel (training.host_overhead): the trace's launch calls at their
+  // median pace on their threads, spread over the kernels plumb prices for the stage's forward and
+  // backward; and the GPU's waits on the host it predicts for them (the trace's: TraceSummary::host_wait_us).
+  std::optional<double> host_overhead;
+  std::uint64_t plumb_kernels = 0;
+  double host_wait_predicted = 0;
 };
 constexpr std::uint64_t kFewestKernelGaps = 20;
 

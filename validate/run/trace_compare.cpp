@@ -42,6 +42,7 @@ StagePrediction predict_stage(const Job& job, std::int64_t stage) {
   const StageCost& s = costs.stages[static_cast<std::size_t>(stage)];
   for (CommKind k : {CommKind::tp, CommKind::ep, CommKind::cp}) p.communication += s.forward.comm(k) + s.backward.comm(k);
   p.pair = s.fb_overlap > 0;
+  p.host_wait = s.forward.host_wait + s.backward.host_wait;
   p.span = p.pair ? s.fb_overlap : s.forward.span() + s.backward.span();
   return p;
 }
@@ -117,8 +118,8 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
                {"communication busy", trace.communication_busy_us * us, sp.communication_busy},
                {"communication under compute", trace.overlap_us * us, sp.overlap},
                {"communication exposed", trace.exposed_communication_us() * us, sp.communication_busy - sp.overlap}};
-  // plumb's host always keeps ahead of the GPU: the stream never waits on a launch call.
-  if (trace.launches_known > 0) c.streams.push_back({"compute waiting on the host", trace.host_wait_us * us, 0.0});
+  // plumb's GPU waits on the host only under the framework's training.host_overhead.
+  if (trace.launches_known > 0) c.streams.push_back({"compute waiting on the host", trace.host_wait_us * us, p.host_wait});
   const CollectiveLinks links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
   for (const NcclTestsLog& log : collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node).logs)
     for (const NcclTestsRow& row : log.rows)

@@ -48,6 +48,7 @@ struct StagePrediction {
   double gemm = 0, attention_forward = 0, attention_backward = 0, memory = 0, communication = 0;
   bool pair = false;
   double span = 0;
+  double host_wait = 0;  // the GPU's waits on the host in the stage's forward and backward (training.host_overhead)
 };
 // Throws InputError naming --stage when the stage is not one of the job's or holds no layer.
 StagePrediction predict_stage(const Job& job, std::int64_t stage);

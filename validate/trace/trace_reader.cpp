@@ -256,8 +256,10 @@ class TraceSax : public nlohmann::json_sax<nlohmann::json> {
     in_event_ = false;
     ++out_.events_seen;
     if (cat_ == "cpu_op" && id_of(external_, kMaxExternalId) >= 0 && !input_dims_.empty()) add_gemm_shape();
-    if (ph_ == "X" && ts_ >= 0 && id_of(correlation_, kMaxExternalId) >= 0 && launch_call(cat_, name_))
-      launches_.emplace_back(id_of(correlation_, kMaxExternalId), ts_);
+    if (ph_ == "X" && ts_ >= 0 && launch_call(cat_, name_)) {
+      out_.launches.push_back({ts_, id_of(tid_, kMaxExternalId)});
+      if (id_of(correlation_, kMaxExternalId) >= 0) launches_.emplace_back(id_of(correlation_, kMaxExternalId), ts_);
+    }
     if (ph_ != "X" || !gpu_category(cat_) || ts_ < 0 || dur_ < 0) return;
     auto [it, added] = name_index_.try_emplace(name_, static_cast<std::uint32_t>(out_.names.size()));
     if (added) out_.names.push_back(name_);

@@ -45,6 +45,13 @@ struct GemmOpShape {
   GemmInputType dtype = GemmInputType::bf16;
 };
 
+// A host call that put work on a stream (kernel launch, asynchronous copy or memset): when it began and
+// on which host thread.
+struct HostLaunch {
+  double start_us = 0;
+  std::int64_t thread = -1;
+};
+
 struct GpuTrace {
   std::string file;
   std::string device_name;  // deviceProperties[0].name, where the trace has it
@@ -56,6 +63,7 @@ struct GpuTrace {
   // The collectives' kernels that carry PyTorch's annotation of their message (whole and positive sizes,
   // a known dtype); others are in `events` only.
   std::vector<CollectiveArgs> collectives;
+  std::vector<HostLaunch> launches;  // every launch call, in file order
   std::uint64_t events_seen = 0; // every event of the file, GPU or not
   std::uint64_t bytes_read = 0;  // of the file as stored (compressed where it is)
 };

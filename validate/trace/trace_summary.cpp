@@ -140,6 +140,16 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   s.kernel_gaps = queued.size();
   s.kernel_gap_us = median(std::move(queued));
   for (const CollectiveArgs& a : trace.collectives) s.collectives.push_back({a, trace.events[a.event].duration_us});
+  std::map<std::int64_t, std::vector<double>> by_thread;
+  for (const HostLaunch& l : trace.launches) by_thread[l.thread].push_back(l.start_us);
+  std::vector<double> intervals;
+  for (auto& [thread, starts] : by_thread) {
+    std::sort(starts.begin(), starts.end());
+    for (std::size_t i = 1; i < starts.size(); ++i) intervals.push_back(starts[i] - starts[i - 1]);
+  }
+  s.launch_calls = trace.launches.size();
+  s.launch_threads = by_thread.size();
+  s.launch_interval_us = median(std::move(intervals));
   const std::vector<Interval> c = sim::merged_intervals(std::move(compute)), m = sim::merged_intervals(std::move(communication));
   s.compute_busy_us = sim::total_length(c);
   s.communication_busy_us = sim::total_length(m);

@@ -77,6 +77,10 @@ struct TraceSummary {
   std::uint64_t kernel_gaps = 0;
   double host_wait_us = 0;
   std::uint64_t launches_known = 0;  // GPU events whose launch call the trace holds
+  // The host's pace: launch calls, the host threads that made them, and the median time between one
+  // call and the next on the same thread (the framework's host time a kernel, waits included).
+  std::uint64_t launch_calls = 0, launch_threads = 0;
+  double launch_interval_us = 0;
   double exposed_communication_us() const { return communication_busy_us - overlap_us; }
 };
 
