@@ -64,6 +64,35 @@ std::string profile_to_calibrate(const Args& args, const std::vector<Measurement
   return bundled->id;
 }
 
+// The scenario's framework profile with the host time a kernel measured from the trace: a document that
+// starts from it ("base") and sets training.host_overhead with its source; standalone where the scenario
+// names no framework. Written only if plumb reads it back.
+void write_framework(const std::string& path, const Job& job, const TraceCalibration& c, const std::string& trace) {
+  if (!c.host_overhead)
+    throw UsageError(fmt::format("--framework-out: {} holds too few launch calls (cuda_runtime events, {} or more) to measure the host's "
+                                 "time a kernel",
+                                 trace, kFewestKernelGaps));
+  Json doc = Json::object();
+  const std::string& base = job.framework.id;
+  if (!base.empty() && base != "(inline)") {
+    const bool is_path = base.find('/') != std::string::npos || base.ends_with(".json");
+    doc["base"] = is_path ? std::filesystem::absolute(base).string() : base;
+  }
+  doc["name"] = fmt::format("{}, host time calibrated from {}", job.framework.name.empty() ? std::string("a framework") : job.framework.name,
+                            trace);
+  doc["training"] = {{"host_overhead", fmt::format("{:.2f}us", 1e6 * *c.host_overhead)}};
+  doc["sources"] = {{"training.host_overhead",
+                     fmt::format("plumb calibrate --trace {}: the trace's launch calls at their median pace on their host threads, spread "
+                                 "over the {} kernels plumb prices for the stage's forward and backward",
+                                 trace, c.plumb_kernels)}};
+  Diagnostics d;
+  SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};
+  Json probe = {{"framework", doc}};
+  apply_framework(probe, src);
+  d.throw_if_any();
+  write_file(path, doc.dump(2) + "\n");
+}
+
 // plumb calibrate --trace FILE --scenario S: the scenario's GPU profile (or --profile's) fitted to one
 // stage's kernel time in a profiler trace.
 int run_calibrate_trace(const Args& args) {
@@ -102,6 +131,7 @@ int run_calibrate_trace(const Args& args) {
   }
   write_profile(args.value("-o"), c.profile, false);
   if (collectives) write_profile(args.value("--fabric-out"), fabric.profile, true);
+  if (args.flag("--framework-out")) write_framework(args.value("--framework-out"), job, c, trace.file);
   // The side by side with what was calibrated: plumb compare's table, and its timeline with --timeline.
   Job calibrated = job;
   SourceFile out_src{args.value("-o"), {}, &d, {}};
@@ -131,6 +161,9 @@ int run_calibrate_trace(const Args& args) {
     std::cout << fmt::format("\ncalibrated fabric profile → {}\n", args.value("--fabric-out"));
   }
   std::cout << fmt::format("\nplumb compare with the calibrated profile{}:\n", collectives ? "s" : "") << trace_comparison_text(comparison);
+  if (args.flag("--framework-out"))
+    std::cout << fmt::format("framework profile with the host's time a kernel → {} (use it with --set framework={})\n",
+                             args.value("--framework-out"), args.value("--framework-out"));
   if (args.flag("--timeline")) std::cout << fmt::format("side-by-side timeline (Perfetto) → {}\n", args.value("--timeline"));
   return kOk;
 }
@@ -138,8 +171,9 @@ int run_calibrate_trace(const Args& args) {
 int run_calibrate(const Args& args) {
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
   if (args.flag("--trace")) return run_calibrate_trace(args);
-  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set") || args.flag("--fabric-out") || args.flag("--timeline"))
-    throw UsageError("--scenario, --stage, --set, --fabric-out and --timeline go with --trace");
+  if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set") || args.flag("--fabric-out") || args.flag("--timeline") ||
+      args.flag("--framework-out"))
+    throw UsageError("--scenario, --stage, --set, --fabric-out, --framework-out and --timeline go with --trace");
   std::vector<Measurements> measured;
   for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
   ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
@@ -181,7 +215,7 @@ int run_calibrate(const Args& args) {
 const Command& calibrate_command() {
   static const Command command{
       {"calibrate",
-       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json] [--timeline F]",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json] [--framework-out FRAMEWORK.json] [--timeline F]",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
@@ -202,7 +236,9 @@ const Command& calibrate_command() {
        "kernel launched while its stream was busy. With --fabric-out, the scenario's fabric profile is fitted as\n"
        "from nccl-tests logs to the collectives' kernels that PyTorch annotated with their message (size, dtype,\n"
        "group): one fit per collective, group size and node count, over the fastest kernel of each size (the one\n"
-       "least delayed by its peers). Then prints plumb compare's side by side of the stage with the calibrated\n"
+       "least delayed by its peers). training.host_overhead (the framework's host time a kernel) is measured\n"
+       "from the trace's launch calls and printed; --framework-out writes the scenario's framework profile with it.\n"
+       "Then prints plumb compare's side by side of the stage with the calibrated\n"
        "profiles (and with --timeline writes its Perfetto timeline): a launch script and a trace give a\n"
        "scenario (plumb import), calibrated profiles and the side by side in two commands.",
        {"[MEASUREMENTS.json...]"},
@@ -216,7 +252,8 @@ const Command& calibrate_command() {
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
         {"--set", "KEY=VALUE", "with --trace: override a scenario field (repeatable)", true},
         {"--fabric-out", "FILE", "with --trace: also fit the scenario's fabric profile to the trace's annotated collective kernels, written here"},
-        {"--timeline", "FILE", "with --trace: write the measured kernels beside plumb's run of the stage with the calibrated profiles (Perfetto)"}}},
+        {"--timeline", "FILE", "with --trace: write the measured kernels beside plumb's run of the stage with the calibrated profiles (Perfetto)"},
+        {"--framework-out", "FILE", "with --trace: write the scenario's framework profile with training.host_overhead measured from the trace's launch calls"}}},
       run_calibrate};
   return command;
 }
