@@ -70,13 +70,15 @@ Json random_scenario(Draw& d) {
   if (schedule == "interleaved") parallel["vp"] = 2;
   if (moe) parallel["ep"] = std::min(dp, std::min(experts, d.pick<std::int64_t>({1, 2, 4})));
   if (pp > 1 && layers % pp != 0) parallel["split"] = "balanced";
+  Json training = {{"seq_len", d.pick<std::int64_t>({1024, 2048, 4096})},
+                   {"global_batch", m * micro_batch * dp},
+                   {"precision", std::string(gpu) == "a100-sxm-80gb" ? "bf16" : d.pick<std::string>({"bf16", "fp8"})}};
+  if (const std::string host = d.pick<std::string>({"", "", "5us", "50us", "500us"}); !host.empty()) training["host_overhead"] = host;
   return {{"name", "random scenario"},
           {"model", model},
           {"cluster", {{"gpu", gpu}, {"nodes", std::max<std::int64_t>(1, tp * pp * dp / 8)}, {"fabric", fabric}}},
           {"parallel", parallel},
-          {"training",
-           {{"seq_len", d.pick<std::int64_t>({1024, 2048, 4096})}, {"global_batch", m * micro_batch * dp},
-            {"precision", std::string(gpu) == "a100-sxm-80gb" ? "bf16" : d.pick<std::string>({"bf16", "fp8"})}}}};
+          {"training", training}};
 }
 
 std::optional<Job> load(const Json& scenario, const fs::path& file) {
@@ -141,6 +143,17 @@ TEST_CASE("random valid scenarios: clean refusals, and the simulator's invariant
       CHECK(close(r.compute + exposed + r.idle, report.step_time, 1e-6));
       CHECK(r.bubble_fraction >= 0);
       CHECK(r.bubble_fraction < 1);
+    }
+    // The host: no pass computes in less than its host takes to issue its kernels, and (in-order
+    // schedules, whose op order does not follow the op times) a slower host never makes the step faster.
+    for (const StageCost& st : costs.stages)
+      for (const Pass* p : {&st.forward, &st.backward, &st.input_grad, &st.weight_grad})
+        if (p->kernels > 0) CHECK(p->compute() >= p->host_issue * (1 - 1e-12));
+    if (job->layout.schedule == ScheduleKind::one_f_one_b || job->layout.schedule == ScheduleKind::gpipe) {
+      Job slower = *job;
+      slower.training.host_overhead = 2 * job->training.host_overhead + 10e-6;
+      const StepCosts slow_costs = step_costs(slower);
+      CHECK(simulate_step(slower, slow_costs).step_time >= report.step_time * (1 - 1e-9));
     }
     // Throughput is tokens per step over the step time.
     CHECK(close(report.rates.tokens_per_s * report.step_time,
