@@ -31,13 +31,6 @@ double rms(const std::vector<double>& e) {
 
 }  // namespace
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
-
 AlphaBeta fit_alpha_beta(const std::vector<double>& x, const std::vector<double>& t) {
   if (x.size() != t.size() || x.size() < 2) throw std::invalid_argument("an α-β fit needs at least two points");
   std::vector<double> w;

@@ -8,9 +8,6 @@
 
 namespace plumb {
 
-// The middle of `values` (the upper middle one for an even count: the one sorting puts at size/2); 0 for none.
-double median(std::vector<double> values);
-
 // t = α + x·β over points (x, t), minimising the squared relative error Σ((α + xβ − t)/t)², so small
 // messages (latency) and large ones (bandwidth) weigh alike.
 struct AlphaBeta {

@@ -7,6 +7,7 @@
 
 #include "models/costs/op_cost.hpp"
 #include "models/input/diagnostics.hpp"
+#include "sim/statistics.hpp"
 
 namespace plumb {
 namespace {
@@ -76,13 +77,6 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
   return b;
 }
 
-double percentile_50(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 ErrorSummary summarize(const std::string& group, bool memory, const std::vector<const CaseResult*>& cases) {
   ErrorSummary s{group, memory, 0, 0, 0, 0, ""};
   std::vector<double> errors;
@@ -99,7 +93,7 @@ ErrorSummary summarize(const std::string& group, bool memory, const std::vector<
   s.count = errors.size();
   if (errors.empty()) return s;
   for (double e : errors) s.mape += e / static_cast<double>(errors.size());
-  s.median = percentile_50(errors);
+  s.median = sim::median(errors);
   return s;
 }
 

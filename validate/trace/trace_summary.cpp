@@ -5,25 +5,18 @@
 #include <utility>
 
 #include "sim/intervals.hpp"
+#include "sim/statistics.hpp"
 
 namespace plumb {
 
 using sim::Interval;
+using sim::median;
 
 namespace {
 
 struct Launched {
   double start = 0, end = 0, launch = -1;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2) return upper;
-  return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
-}
 
 // A stream's gaps by cause (StreamTotal); the queued gaps appended to `queued`, the spans waiting on
 // the host to `host`.
