@@ -21,7 +21,7 @@ double share(double part, double whole) { return whole > 0 ? 100 * part / whole 
 
 }  // namespace
 
-std::string trace_text(const TraceSummary& s, std::size_t unknown_rows) {
+std::string trace_text(const TraceSummary& s, std::size_t unknown_rows, const TraceCollectiveLogs& collectives) {
   std::string out = fmt::format("{}{}: {} GPU events of {} in the trace, span {:.3f} ms\n\n", s.file,
                                 s.device_name.empty() ? "" : " (" + s.device_name + ")", s.gpu_events, s.events_seen, s.span_us / 1e3);
   out += fmt::format("{:<22} {:<14} {:>8} {:>11} {:>7}  {}\n", "class", "kind", "kernels", "time ms", "% span", "streams (ms)");
@@ -55,10 +55,17 @@ std::string trace_text(const TraceSummary& s, std::size_t unknown_rows) {
     out += fmt::format("the host: {} launch calls on {} thread(s), a median {:.1f} us apart on a thread (plumb calibrate --trace turns "
                        "this into training.host_overhead)\n",
                        s.launch_calls, s.launch_threads, s.launch_interval_us);
-  if (!s.collectives.empty())
-    out += fmt::format("{} collective kernels carry their message (size, dtype, group): plumb calibrate --trace … --fabric-out fits the "
-                       "fabric's bandwidths to them\n",
+  if (!s.collectives.empty()) {
+    out += fmt::format("\n{} collective kernels carry their message (PyTorch's annotation); by collective, group and size (the fastest "
+                       "kernel is the least delayed by its peers; plumb calibrate --trace … --fabric-out fits the fabric to them):\n",
                        s.collectives.size());
+    out += fmt::format("{:<28} {:>12} {:>8} {:>12} {:>12} {:>14}\n", "collective", "bytes", "kernels", "fastest us", "median us", "busbw GB/s");
+    for (const TraceCollectiveRow& r : collectives.rows)
+      out += fmt::format("{:<28} {:>12.0f} {:>8} {:>12.2f} {:>12.2f} {:>14.1f}\n",
+                         fmt::format("{} {}×{} node(s)", collective_op_name(r.op), r.ranks, r.nodes), r.bytes, r.kernels, 1e6 * r.fastest_s,
+                         1e6 * r.median_s, r.bus_bandwidth() / 1e9);
+    for (const std::string& w : collectives.left_out) out += "  not fitted by --fabric-out: " + w + "\n";
+  }
   out += fmt::format("\ncompute kernels busy {:.3f} ms, communication kernels busy {:.3f} ms, both at once {:.3f} ms: "
                      "{:.1f}% of communication overlapped, {:.3f} ms exposed\n",
                      s.compute_busy_us / 1e3, s.communication_busy_us / 1e3, s.overlap_us / 1e3, share(s.overlap_us, s.communication_busy_us),
@@ -72,7 +79,7 @@ std::string trace_text(const TraceSummary& s, std::size_t unknown_rows) {
   return out;
 }
 
-Json trace_json(const TraceSummary& s) {
+Json trace_json(const TraceSummary& s, const TraceCollectiveLogs& collectives) {
   Json classes = Json::array(), streams = Json::array(), unknown = Json::array();
   for (const ClassTotal& c : s.classes) {
     Json per_stream = Json::object();
@@ -109,6 +116,14 @@ Json trace_json(const TraceSummary& s) {
           {"launch_threads", s.launch_threads},
           {"launch_interval_s", s.launch_interval_us * 1e-6},
           {"annotated_collectives", s.collectives.size()},
+          {"collectives", [&] {
+             Json rows = Json::array();
+             for (const TraceCollectiveRow& r : collectives.rows)
+               rows.push_back({{"collective", collective_op_name(r.op)}, {"ranks", r.ranks}, {"nodes", r.nodes}, {"bytes", r.bytes},
+                               {"kernels", r.kernels}, {"fastest_s", r.fastest_s}, {"median_s", r.median_s},
+                               {"bus_bandwidth", r.bus_bandwidth()}});
+             return rows;
+           }()},
           {"unknown", unknown},
           {"unknown_s", s.unknown_time_us * 1e-6}};
 }

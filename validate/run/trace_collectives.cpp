@@ -5,6 +5,8 @@
 #include <map>
 #include <tuple>
 
+#include "sim/statistics.hpp"
+
 namespace plumb {
 
 std::optional<CollectiveOp> collective_op_of_pytorch(const std::string& name) {
@@ -30,10 +32,12 @@ std::int64_t nodes_of_group(const CollectiveArgs& a, std::int64_t gpus_per_node)
   return std::clamp(a.highest_rank / per_node - a.lowest_rank / per_node + 1, fewest, a.group_size);
 }
 
+double TraceCollectiveRow::bus_bandwidth() const { return fastest_s > 0 ? bytes / fastest_s * nccl_tests_bus_factor(op, ranks) : 0; }
+
 TraceCollectiveLogs collective_logs_from_trace(const TraceSummary& trace, std::int64_t gpus_per_node) {
   TraceCollectiveLogs out;
-  // (op, ranks, nodes) → bytes → (fastest time, kernels)
-  std::map<std::tuple<CollectiveOp, std::int64_t, std::int64_t>, std::map<double, std::pair<double, std::uint64_t>>> groups;
+  // (op, ranks, nodes) → bytes → the kernels' times
+  std::map<std::tuple<CollectiveOp, std::int64_t, std::int64_t>, std::map<double, std::vector<double>>> groups;
   std::map<std::string, std::uint64_t> unpriced;
   for (const CollectiveSample& s : trace.collectives) {
     const std::optional<CollectiveOp> op = collective_op_of_pytorch(s.args.collective);
@@ -41,22 +45,13 @@ TraceCollectiveLogs collective_logs_from_trace(const TraceSummary& trace, std::i
       ++unpriced[s.args.collective.empty() ? "(unnamed)" : s.args.collective];
       continue;
     }
-    auto& row = groups[{*op, s.args.group_size, nodes_of_group(s.args, gpus_per_node)}][s.args.bytes()];
-    row.first = row.second == 0 ? s.time_us : std::min(row.first, s.time_us);
-    ++row.second;
+    groups[{*op, s.args.group_size, nodes_of_group(s.args, gpus_per_node)}][s.args.bytes()].push_back(s.time_us * 1e-6);
   }
   for (const auto& [name, kernels] : unpriced)
     out.left_out.push_back(fmt::format("{}: {} kernel(s) of a collective plumb does not fit a bandwidth to (or of one rank)", name, kernels));
-  for (const auto& [key, rows] : groups) {
+  for (const auto& [key, sizes] : groups) {
     const auto& [op, ranks, nodes] = key;
     std::uint64_t kernels = 0;
-    for (const auto& [bytes, row] : rows) kernels += row.second;
-    if (rows.size() < 2) {
-      out.left_out.push_back(fmt::format("{} on {} ranks over {} node(s): {} kernel(s) of one message size; a bandwidth and a latency need two "
-                                         "sizes or more",
-                                         collective_op_name(op), ranks, nodes, kernels));
-      continue;
-    }
     NcclTestsLog log;
     log.file = trace.file;
     log.op = op;
@@ -64,14 +59,22 @@ TraceCollectiveLogs collective_logs_from_trace(const TraceSummary& trace, std::i
     log.ranks = ranks;
     log.nodes = nodes;
     log.device = trace.device_name;
-    for (const auto& [bytes, row] : rows) {
+    for (const auto& [bytes, times] : sizes) {
+      TraceCollectiveRow row{op, ranks, nodes, bytes, times.size(), *std::min_element(times.begin(), times.end()), sim::median(times)};
+      kernels += row.kernels;
       NcclTestsRow r;
       r.bytes = bytes;
-      r.time_s = row.first * 1e-6;
-      r.in_place_time_s = r.time_s;
+      r.time_s = r.in_place_time_s = row.fastest_s;
       r.algbw = bytes / r.time_s;
-      r.busbw = r.algbw * nccl_tests_bus_factor(op, ranks);
+      r.busbw = row.bus_bandwidth();
       log.rows.push_back(r);
+      out.rows.push_back(row);
+    }
+    if (sizes.size() < 2) {
+      out.left_out.push_back(fmt::format("{} on {} ranks over {} node(s): {} kernel(s) of one message size; a bandwidth and a latency need two "
+                                         "sizes or more",
+                                         collective_op_name(op), ranks, nodes, kernels));
+      continue;
     }
     out.kernels += kernels;
     out.logs.push_back(std::move(log));

@@ -23,7 +23,18 @@ std::optional<CollectiveOp> collective_op_of_pytorch(const std::string& name);
 // where the trace did not list the ranks, the fewest nodes the group fits on.
 std::int64_t nodes_of_group(const CollectiveArgs& args, std::int64_t gpus_per_node);
 
+// One collective, group and message size of a trace: how many kernels, the fastest and the median.
+struct TraceCollectiveRow {
+  CollectiveOp op = CollectiveOp::all_reduce;
+  std::int64_t ranks = 0, nodes = 0;
+  double bytes = 0;  // the larger of the message's input and output, nccl-tests' convention
+  std::uint64_t kernels = 0;
+  double fastest_s = 0, median_s = 0;
+  double bus_bandwidth() const;  // of the fastest, bytes/s (nccl-tests' bus factor)
+};
+
 struct TraceCollectiveLogs {
+  std::vector<TraceCollectiveRow> rows;  // every priced collective's sizes, by collective, group and size
   std::vector<NcclTestsLog> logs;     // each with two message sizes or more
   std::vector<std::string> left_out;  // each other group and why it was not fitted
   std::uint64_t kernels = 0;          // kernels in `logs`

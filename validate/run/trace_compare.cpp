@@ -121,10 +121,9 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
   // plumb's GPU waits on the host only under the framework's training.host_overhead.
   if (trace.launches_known > 0) c.streams.push_back({"compute waiting on the host", trace.host_wait_us * us, p.host_wait});
   const CollectiveLinks links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
-  for (const NcclTestsLog& log : collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node).logs)
-    for (const NcclTestsRow& row : log.rows)
-      c.collectives.push_back({std::string(collective_op_name(log.op)), log.ranks, log.nodes, row.bytes, row.time_s,
-                               collective_cost(log.op, row.bytes, GroupPlacement{log.ranks, log.nodes}, links).seconds});
+  for (const TraceCollectiveRow& row : collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node).rows)
+    c.collectives.push_back({std::string(collective_op_name(row.op)), row.ranks, row.nodes, row.bytes, row.fastest_s,
+                             collective_cost(row.op, row.bytes, GroupPlacement{row.ranks, row.nodes}, links).seconds});
   return c;
 }
 
