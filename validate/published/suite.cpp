@@ -65,7 +65,8 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
   // The GPU's waits on the host, in the share of compute the stages' passes spend on them.
   if (job.training.host_overhead > 0) {
     double waits = 0, passes = 0;
-    for (const StageCost& s : step_costs(job).stages)
+    const StepCosts costs = step_costs(job);
+    for (const StageCost& s : costs.stages)
       for (const Pass* p : {&s.forward, &s.backward}) waits += p->host_wait, passes += p->compute();
     if (passes > 0) b.host_wait = b.compute * waits / passes;
   }

@@ -186,13 +186,15 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
   }
   priced.cluster.gpu = read_profile_json(c.profile);
   if (trace.launch_calls >= kFewestKernelGaps && trace.launch_interval_us > 0) {
-    const StageCost& s = step_costs(priced).stages[static_cast<std::size_t>(stage)];
+    const StepCosts costs = step_costs(priced);  // kept: a reference into a temporary's stages would dangle
+    const StageCost& s = costs.stages[static_cast<std::size_t>(stage)];
     c.plumb_kernels = s.forward.kernels + s.backward.kernels;
     if (c.plumb_kernels > 0) {
       c.host_overhead = static_cast<double>(trace.launch_calls) * trace.launch_interval_us * 1e-6 / static_cast<double>(c.plumb_kernels);
       priced.training.host_overhead = *c.host_overhead;
-      const StageCost& hosted = step_costs(priced).stages[static_cast<std::size_t>(stage)];
-      c.host_wait_predicted = hosted.forward.host_wait + hosted.backward.host_wait;
+      const StepCosts hosted = step_costs(priced);
+      const StageCost& h = hosted.stages[static_cast<std::size_t>(stage)];
+      c.host_wait_predicted = h.forward.host_wait + h.backward.host_wait;
     }
   }
   c.span_after = predict_stage(priced, stage).span;

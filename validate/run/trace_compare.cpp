@@ -121,7 +121,8 @@ TraceComparison compare_trace(const Job& job, const TraceSummary& trace, std::in
   // plumb's GPU waits on the host only under the framework's training.host_overhead.
   if (trace.launches_known > 0) c.streams.push_back({"compute waiting on the host", trace.host_wait_us * us, p.host_wait});
   const CollectiveLinks links = CollectiveLinks::of(job.cluster.gpu, job.cluster.fabric);
-  for (const TraceCollectiveRow& row : collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node).rows)
+  const TraceCollectiveLogs logs = collective_logs_from_trace(trace, job.cluster.fabric.gpus_per_node);
+  for (const TraceCollectiveRow& row : logs.rows)
     c.collectives.push_back({std::string(collective_op_name(row.op)), row.ranks, row.nodes, row.bytes, row.fastest_s,
                              collective_cost(row.op, row.bytes, GroupPlacement{row.ranks, row.nodes}, links).seconds});
   return c;
