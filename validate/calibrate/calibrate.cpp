@@ -9,7 +9,7 @@
 
 #include "models/costs/collective.hpp"
 #include "models/input/diagnostics.hpp"
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 #include "models/costs/flops.hpp"
 
 namespace plumb {
@@ -129,7 +129,7 @@ double fit_kernel_overhead(Calibration& c, const std::vector<Measurements>& meas
   std::vector<double> launches;
   for (const Measurements& m : measured)
     if (m.kernel_overhead) launches.push_back(*m.kernel_overhead);
-  const double overhead = sim::median(launches);
+  const double overhead = median(launches);
   if (!launches.empty()) {
     c.kernel_overhead = overhead;
     c.profile["kernel_overhead"] = fmt::format("{:.3f}us", overhead * 1e6);

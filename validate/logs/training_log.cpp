@@ -7,7 +7,7 @@
 
 #include "models/input/diagnostics.hpp"
 #include "models/input/json_reader.hpp"
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 
 namespace plumb {
 
@@ -96,12 +96,12 @@ TrainingLog read_training_log(const std::string& path) {
 
 std::vector<Measured> log_measurements(const TrainingLog& log, MemoryKind& memory_kind) {
   std::vector<Measured> out;
-  if (!log.step_seconds.empty()) out.push_back({Metric::step_time, sim::median(steady(log.step_seconds))});
-  if (!log.tokens_per_s_per_gpu.empty()) out.push_back({Metric::tokens_per_s_per_gpu, sim::median(steady(log.tokens_per_s_per_gpu))});
+  if (!log.step_seconds.empty()) out.push_back({Metric::step_time, median(steady(log.step_seconds))});
+  if (!log.tokens_per_s_per_gpu.empty()) out.push_back({Metric::tokens_per_s_per_gpu, median(steady(log.tokens_per_s_per_gpu))});
   // Megatron-LM counts each GEMM three times and no recomputation: model FLOPs.
   if (!log.tflops_per_gpu.empty() && log.format == "megatron-lm")
-    out.push_back({Metric::model_tflops_per_gpu, 1e12 * sim::median(steady(log.tflops_per_gpu))});
-  if (!log.mfu.empty()) out.push_back({Metric::mfu, sim::median(steady(log.mfu))});
+    out.push_back({Metric::model_tflops_per_gpu, 1e12 * median(steady(log.tflops_per_gpu))});
+  if (!log.mfu.empty()) out.push_back({Metric::mfu, median(steady(log.mfu))});
   // torchtitan reports the reserved peak; Megatron both, and the allocated one is what plumb models.
   memory_kind = log.max_allocated ? MemoryKind::allocated : MemoryKind::reserved;
   if (log.max_allocated) out.push_back({Metric::peak_memory, *log.max_allocated});

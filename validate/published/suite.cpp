@@ -7,7 +7,7 @@
 
 #include "models/costs/op_cost.hpp"
 #include "models/input/diagnostics.hpp"
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 
 namespace plumb {
 namespace {
@@ -94,7 +94,7 @@ ErrorSummary summarize(const std::string& group, bool memory, const std::vector<
   s.count = errors.size();
   if (errors.empty()) return s;
   for (double e : errors) s.mape += e / static_cast<double>(errors.size());
-  s.median = sim::median(errors);
+  s.median = median(errors);
   return s;
 }
 

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "models/input/diagnostics.hpp"
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 
 namespace plumb {
 
@@ -14,7 +14,7 @@ constexpr const char* kPassNames[] = {"forward", "input_grad", "weight_grad"};
 
 std::string_view pass_key(int pass) { return kPassNames[pass]; }
 
-double MeasuredRun::median_step() const { return sim::median(step_seconds); }
+double MeasuredRun::median_step() const { return median(step_seconds); }
 
 namespace {
 std::string op_label(const VirtualRun& run, const MeasuredOp& op) {

@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 
 namespace plumb {
 
@@ -60,7 +60,7 @@ TraceCollectiveLogs collective_logs_from_trace(const TraceSummary& trace, std::i
     log.nodes = nodes;
     log.device = trace.device_name;
     for (const auto& [bytes, times] : sizes) {
-      TraceCollectiveRow row{op, ranks, nodes, bytes, times.size(), *std::min_element(times.begin(), times.end()), sim::median(times)};
+      TraceCollectiveRow row{op, ranks, nodes, bytes, times.size(), *std::min_element(times.begin(), times.end()), median(times)};
       kernels += row.kernels;
       NcclTestsRow r;
       r.bytes = bytes;

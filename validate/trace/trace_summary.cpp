@@ -5,12 +5,11 @@
 #include <utility>
 
 #include "sim/intervals.hpp"
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 
 namespace plumb {
 
 using sim::Interval;
-using sim::median;
 
 namespace {
 
@@ -62,8 +61,7 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
     totals[c].plumb_op = classes.classes()[c].plumb_op;
   }
   std::map<std::uint32_t, UnknownKernel> unknown;
-  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Interval>> by_stream;
-  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Launched>> launched;
+  std::map<std::pair<std::int32_t, std::int32_t>, std::vector<Launched>> by_stream;
   std::map<std::pair<std::int32_t, std::int32_t>, double> stream_communication;
   std::vector<Interval> compute, communication;
   std::map<std::int64_t, GemmSample> gemms;
@@ -72,8 +70,7 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
     const Interval span{e.start_us, e.start_us + e.duration_us};
     first = std::min(first, span.first);
     last = std::max(last, span.second);
-    by_stream[{e.device, e.stream}].push_back(span);
-    launched[{e.device, e.stream}].push_back({span.first, span.second, e.launch_us});
+    by_stream[{e.device, e.stream}].push_back({span.first, span.second, e.launch_us});
     if (e.launch_us >= 0) ++s.launches_known;
     const std::optional<std::size_t> c = class_of[e.name];
     if (!c) {
@@ -115,9 +112,11 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
   std::stable_sort(s.unknown.begin(), s.unknown.end(), [](const UnknownKernel& a, const UnknownKernel& b) { return a.time_us > b.time_us; });
   std::vector<double> queued;          // the compute streams' queued gaps
   std::vector<Interval> host_waits;    // and their spans waiting on the host
-  for (auto& [key, spans] : by_stream) {
-    StreamTotal st{key.first, key.second, spans.size()};
-    const std::vector<Interval> busy = sim::merged_intervals(spans);
+  for (auto& [key, kernels] : by_stream) {
+    StreamTotal st{key.first, key.second, kernels.size()};
+    std::vector<Interval> spans;
+    for (const Launched& k : kernels) spans.emplace_back(k.start, k.end);
+    const std::vector<Interval> busy = sim::merged_intervals(std::move(spans));
     st.busy_us = sim::total_length(busy);
     for (std::size_t i = 1; i < busy.size(); ++i) {
       const double gap = busy[i].first - busy[i - 1].second;
@@ -127,7 +126,7 @@ TraceSummary summarize_trace(const GpuTrace& trace, KernelClassifier& classes) {
     st.communication = 2 * stream_communication[key] > st.busy_us;
     std::vector<double> unused;
     std::vector<Interval> unused_spans;
-    gaps_by_cause(std::move(launched[key]), st, st.communication ? unused : queued, st.communication ? unused_spans : host_waits);
+    gaps_by_cause(std::move(kernels), st, st.communication ? unused : queued, st.communication ? unused_spans : host_waits);
     s.streams.push_back(st);
   }
   s.kernel_gaps = queued.size();

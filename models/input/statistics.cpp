@@ -1,9 +1,9 @@
-#include "sim/statistics.hpp"
+#include "models/input/statistics.hpp"
 
 #include <algorithm>
 #include <cstddef>
 
-namespace plumb::sim {
+namespace plumb {
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -14,4 +14,4 @@ double median(std::vector<double> values) {
   return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
 }
 
-}  // namespace plumb::sim
+}  // namespace plumb
