@@ -182,3 +182,23 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered (FSDP2 reshard_after_forward=F
   job.training.fused_cross_entropy = true;
   CHECK(plan_memory(job).ranks.back().loss_transient_bytes == 0.0);
 }
+
+TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once, beside the loss's transient") {
+  // Korthikanti et al.'s 22B (h 6144, a 64) at TP8 without sequence parallelism, micro-batch 4 × 2048,
+  // full recomputation: each layer keeps its input (2sbh); its backward first reruns the forward, and the
+  // layer's whole activations, sbh(10 + 24/t + 5as/(ht)), are alive at once — 2sbh of them already kept.
+  const Job job = scenario("published/korthikanti-2022-22b-full-recompute");
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8, sbh = s * b * h;
+  const MemoryPlan plan = plan_memory(job);
+  const RankMemory& r = plan.ranks.front();
+  CHECK(r.recompute_working_bytes == doctest::Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)) - 2 * sbh));
+  // The loss's buffers are freed before the last layer's backward reruns its forward: the larger counts.
+  CHECK(r.transient_bytes() == doctest::Approx(std::max(r.recompute_working_bytes, r.loss_transient_bytes)));
+  CHECK(r.other_bytes() == doctest::Approx(r.cuda_context_bytes + r.workspace_bytes + r.zero3_prefetch_bytes +
+                                           r.reserved_bytes + r.transient_bytes()));
+  // Nothing recomputed, nothing rebuilt; selective recomputation rebuilds the core attention only.
+  const Job none = scenario("published/korthikanti-2022-22b-full-recompute", {"parallel.recompute=none"});
+  CHECK(plan_memory(none).ranks.front().recompute_working_bytes == 0.0);
+  const Job selective = scenario("published/korthikanti-2022-22b-full-recompute", {"parallel.recompute=selective"});
+  CHECK(plan_memory(selective).ranks.front().recompute_working_bytes == doctest::Approx(sbh * 5 * a * s / (h * t)));
+}

@@ -76,7 +76,9 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                                  {"workspace_bytes", r.workspace_bytes},
                                  {"zero3_prefetch_bytes", r.zero3_prefetch_bytes},
                                  {"reserved_bytes", r.reserved_bytes},
-                                 {"loss_transient_bytes", r.loss_transient_bytes}}},
+                                 {"loss_transient_bytes", r.loss_transient_bytes},
+                                 {"recompute_working_bytes", r.recompute_working_bytes},
+                                 {"transient_bytes", r.transient_bytes()}}},
                       {"total_bytes", r.total_bytes()},
                       {"fits", r.total_bytes() <= plan.capacity_bytes}});
   }

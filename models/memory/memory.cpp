@@ -28,6 +28,7 @@ struct LayerShare {
   double dense_params = 0;   // after TP sharding
   double expert_params = 0;  // after EP/ETP sharding
   double bytes_per_token = 0;
+  double recomputed_bytes_per_token = 0;  // what recomputation drops and the layer's backward rebuilds
 };
 
 struct ModelShare {
@@ -47,6 +48,9 @@ LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSetti
                        lp.mlp_replicated + lp.norms + lp.router + lp.mixing;
   share.expert_params = lp.expert / static_cast<double>(p.etp) * static_cast<double>(lp.routed_experts / p.ep);
   share.bytes_per_token = layer_bytes_per_token(job.model, layer, settings);
+  ActivationSettings kept = settings;
+  kept.recompute = Recompute{};
+  share.recomputed_bytes_per_token = layer_bytes_per_token(job.model, layer, kept) - share.bytes_per_token;
   return share;
 }
 
@@ -80,6 +84,7 @@ struct HeldParams {
   double dense = 0;
   double expert = 0;
   double largest_layer = 0;  // what ZeRO-3 gathers at once, after TP/EP sharding
+  double largest_recomputed = 0;  // bytes per token the costliest held layer's backward rebuilds
 };
 
 HeldParams params_of_stage(const Job& job, const ModelShare& share, const StagePlan& s, bool holds_first_stage) {
@@ -92,6 +97,7 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
     held.dense += layer.dense_params;
     held.expert += layer.expert_params;
     held.largest_layer = std::max(held.largest_layer, layer.dense_params + layer.expert_params);
+    held.largest_recomputed = std::max(held.largest_recomputed, layer.recomputed_bytes_per_token);
   };
   for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(share.layer(m, l));
   if (s.embedding) held.dense += counts.embedding / tp + counts.position;
@@ -180,13 +186,14 @@ MemoryPlan plan_memory(const Job& job) {
     rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
     rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
-    double largest_layer = 0;
+    double largest_layer = 0, largest_recomputed = 0;
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
       HeldParams held = params_of_stage(job, share, s, holds_first);
       rank.dense_params += held.dense;
       rank.expert_params += held.expert;
       largest_layer = std::max(largest_layer, held.largest_layer);
+      largest_recomputed = std::max(largest_recomputed, held.largest_recomputed);
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     double wb = weight_bytes(job.training.precision);
@@ -203,6 +210,7 @@ MemoryPlan plan_memory(const Job& job) {
     if (p.zero >= 3 && p.reshard_after_forward) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
     rank.reserved_bytes = job.training.reserved_memory;
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank);
+    rank.recompute_working_bytes = largest_recomputed * share.tokens;
     plan.ranks.push_back(std::move(rank));
   }
   for (std::size_t i = 1; i < plan.ranks.size(); ++i)

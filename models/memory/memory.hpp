@@ -1,6 +1,7 @@
 #pragma once
 // Analytic memory per pipeline rank: model states (weights, gradients, optimizer) under ZeRO,
 // activations of the micro-batches in flight at the schedule's peak, and fixed overheads.
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,9 +35,15 @@ struct RankMemory {
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
   // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
   double loss_transient_bytes = 0;
+  // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
+  // layer's dropped tensors, alive together once its forward has been rerun, for one micro-batch.
+  double recompute_working_bytes = 0;
+  // The loss's transient and a recomputed layer never coexist (the loss's buffers are freed before the
+  // last layer's backward reruns its forward), so the larger of the two counts.
+  double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes); }
 
   double other_bytes() const {
-    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes + loss_transient_bytes;
+    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes + transient_bytes();
   }
   double total_bytes() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();
