@@ -202,3 +202,20 @@ TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once,
   const Job selective = scenario("published/korthikanti-2022-22b-full-recompute", {"parallel.recompute=selective"});
   CHECK(plan_memory(selective).ranks.front().recompute_working_bytes == doctest::Approx(sbh * 5 * a * s / (h * t)));
 }
+
+TEST_CASE("FSDP's reduce-scatter of a block's gradients: an fp32 copy and its shard beside the backward") {
+  // torchtitan's 405B (FSDP8 TP8 PP8, fp32 reductions, weights kept gathered under PP): a Llama 3.1 405B
+  // block holds, per TP rank, (2h² + 2h·1024 + 3h·53248)/8 + 2h parameters (h = 16384); its gradients are
+  // copied into an fp32 reduce-scatter input and reduced into a 1/8 shard while the next block's backward
+  // runs. Resharded after each backward, the block's 16-bit gradients are whole beside them too.
+  const double h = 16384, block = (2 * h * h + 2 * h * 1024 + 3 * h * 53248) / 8 + 2 * h;
+  const Job kept = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b");
+  const RankMemory r = plan_memory(kept).ranks.front();
+  CHECK(r.grad_reduce_bytes == doctest::Approx(block * 4 * (1 + 1.0 / 8)));
+  CHECK(r.transient_bytes() == doctest::Approx(r.recompute_working_bytes + r.grad_reduce_bytes));  // no head here
+  const Job resharded = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.reshard_after_forward=true"});
+  CHECK(plan_memory(resharded).ranks.front().grad_reduce_bytes == doctest::Approx(block * (4 * (1 + 1.0 / 8) + 2)));
+  // ZeRO-1 and -2 reduce in place in their gradient buffers: no copy.
+  const Job zero1 = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.zero=1"});
+  CHECK(plan_memory(zero1).ranks.front().grad_reduce_bytes == 0.0);
+}

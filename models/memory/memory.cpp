@@ -211,6 +211,13 @@ MemoryPlan plan_memory(const Job& job) {
     rank.reserved_bytes = job.training.reserved_memory;
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank);
     rank.recompute_working_bytes = largest_recomputed * share.tokens;
+    if (p.zero >= 3) {
+      // The reduce-scatter's input in the gradients' dtype and its shard; resharded after each backward,
+      // the block's own 16-bit gradients are whole beside it (kept gathered, model_state_bytes counts them).
+      const double shards = static_cast<double>(p.dense_dp_shards());
+      rank.grad_reduce_bytes = largest_layer * (job.training.optimizer.grads * (1.0 + 1.0 / shards) +
+                                                (p.reshard_after_forward ? 2.0 : 0.0));
+    }
     plan.ranks.push_back(std::move(rank));
   }
   for (std::size_t i = 1; i < plan.ranks.size(); ++i)

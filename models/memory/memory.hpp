@@ -38,9 +38,13 @@ struct RankMemory {
   // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
   // layer's dropped tensors, alive together once its forward has been rerun, for one micro-batch.
   double recompute_working_bytes = 0;
-  // The loss's transient and a recomputed layer never coexist (the loss's buffers are freed before the
-  // last layer's backward reruns its forward), so the larger of the two counts.
-  double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes); }
+  // ZeRO-3 reduce-scatters each block's gradients from a copy in the reduce dtype (PyTorch FSDP2's
+  // foreach_reduce_scatter: a reduce_dtype input buffer and its 1/N output, beside the block's whole 16-bit
+  // gradients until they are copied in), while the next block's backward runs.
+  double grad_reduce_bytes = 0;
+  // Both of those belong to the backward; the loss's transient comes before it (its buffers are freed
+  // before the last layer's backward reruns its forward), so the larger of the two moments counts.
+  double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes + grad_reduce_bytes); }
 
   double other_bytes() const {
     return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes + transient_bytes();
