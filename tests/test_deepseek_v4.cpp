@@ -80,11 +80,15 @@ TEST_CASE("MegaMoE's wave pipeline: fill, drain and the slowest stage per wave")
   p.dispatch = 12e-3;  // 3 ms a wave: the link sets the pace
   CHECK(p.total() == doctest::Approx(3e-3 + 2e-3 + 0.5e-3 + 3 * 3e-3 + 0.25e-3 + 0.1e-3));
   CHECK(p.comm_bound());
-  // The barrier that ends the kernel runs beside the last combine: it shows only when longer.
-  p.end_barrier = 0.4e-3;
+  // The barrier that ends the kernel runs beside the reduction: it shows only when longer.
+  p.end_barrier = 0.2e-3;
   CHECK(p.total() == doctest::Approx(3e-3 + 2e-3 + 0.5e-3 + 3 * 3e-3 + 0.25e-3 + 0.1e-3));
   p.end_barrier = 0.7e-3;
-  CHECK(p.total() == doctest::Approx(3e-3 + 2e-3 + 0.7e-3 + 3 * 3e-3 + 0.25e-3 + 0.1e-3));
+  CHECK(p.total() == doctest::Approx(3e-3 + 2e-3 + 0.5e-3 + 3 * 3e-3 + 0.7e-3 + 0.1e-3));
+  // The reduction's floor: ~3 µs for the first copy (DeepGEMM's comment), a cold 8 KB TMA load (1.06 µs
+  // on a B200) for each of the other top-k − 1.
+  CHECK(reduction_floor(1) == doctest::Approx(3e-6));
+  CHECK(reduction_floor(6) == doctest::Approx(3e-6 + 5 * 2088 / 1.965e9));
 }
 
 TEST_CASE("MegaMoE's wave rule for V4-Flash on 148 SMs (DeepGEMM heuristics at 891d57b4)") {
@@ -104,12 +108,14 @@ TEST_CASE("MegaMoE on V4-Flash, EP8 on a B200: DeepGEMM's measured rows from the
   // deepseek-ai/DeepGEMM PR #316 (V4-Flash rows, ../shared/reference/deepseek-v4.md): fused kernel time
   // and speedup over DeepEP dispatch + grouped GEMMs + combine. Priced from the b200 profile (grouped fp8
   // GEMMs from torchao's measurement, NVLink from the fabric), not fitted to these rows. The one-token
-  // row (56.5 µs against 46.3, 1.96×) is latency the bandwidth pipeline does not price (docs/fidelity.md).
+  // row has no TFLOP/s in the source; its speedup (1.96×) is DeepEP's small-batch latency, which plumb's
+  // separate path does not price (docs/fidelity.md), so only its time is held.
   struct Row {
     int tokens;
     double micros, tflops, speedup;
   };
-  for (const Row& row : {Row{512, 146.5, 1056, 1.73}, Row{8192, 1283.1, 1928, 1.56}, Row{32768, 4855.5, 2038, 1.62}}) {
+  for (const Row& row : {Row{1, 56.5, 0, 1.96}, Row{512, 146.5, 1056, 1.73}, Row{8192, 1283.1, 1928, 1.56},
+                         Row{32768, 4855.5, 2038, 1.62}}) {
     INFO("tokens per rank " << row.tokens);
     const Job job = load_scenario(data_dir() / "tests/fixtures/scenarios/megamoe-flash-ep8.json",
                                   {"training.seq_len=" + std::to_string(row.tokens)});
@@ -118,7 +124,7 @@ TEST_CASE("MegaMoE on V4-Flash, EP8 on a B200: DeepGEMM's measured rows from the
     const double t = costs.moe_waves->forward.total();
     const double flops = 2.0 * row.tokens * 6 * 3 * 4096.0 * 2048;  // the benchmark's count
     CHECK(t * 1e6 == doctest::Approx(row.micros).epsilon(0.15));
-    CHECK(flops / t / 1e12 == doctest::Approx(row.tflops).epsilon(0.15));
+    if (row.tflops > 0) CHECK(flops / t / 1e12 == doctest::Approx(row.tflops).epsilon(0.15));
     if (row.tokens >= 8192) CHECK(costs.moe_waves->separate_forward / t == doctest::Approx(row.speedup).epsilon(0.15));
   }
 }

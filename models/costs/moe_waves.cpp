@@ -27,7 +27,11 @@ WavePlan wave_plan(double pairs_per_rank, std::int64_t experts_per_rank, std::in
 double WavePipeline::total() const {
   const double n = static_cast<double>(std::max<std::int64_t>(1, waves));
   const double d = dispatch / n, g = compute / n, c = combine / n;
-  return d + g + std::max(c, end_barrier) + (n - 1.0) * std::max({d, g, c}) + reduction + fixed;
+  return d + g + c + (n - 1.0) * std::max({d, g, c}) + fixed + std::max(reduction, end_barrier);
+}
+
+double reduction_floor(double top_k) {
+  return kMegaMoeFirstCopySeconds + std::max(0.0, top_k - 1.0) * kSm100TmaLoadLatencySeconds;
 }
 
 }  // namespace plumb

@@ -4,10 +4,10 @@
 // experts run in waves; while a wave's experts compute (both GEMMs and the SwiGLU), the next wave's
 // tokens are pulled in FP8 (dispatch) and the previous wave's outputs leave in BF16 (combine). As a
 // three-stage pipeline over W equal waves:
-//   time = D + G + max(C, end barrier) + (W − 1) · max(D, G, C) + reduction + fixed
-// with D, G, C one wave's dispatch, compute and combine; the final top-k sum of the returned copies
-// (`reduction`) and the kernel's serial setup and barriers (`fixed`) are not overlapped; the barrier
-// that ends the kernel runs beside the last wave's combine.
+//   time = D + G + C + (W − 1) · max(D, G, C) + fixed + max(reduction, end barrier)
+// with D, G, C one wave's dispatch, compute and combine; the kernel's serial setup and barriers (`fixed`)
+// are not overlapped; after the barrier that follows the last combine, the final top-k sum of the
+// returned copies (`reduction`) runs beside the workspace clean-up and the barrier that ends the kernel.
 #include <cstdint>
 
 namespace plumb {
@@ -30,7 +30,7 @@ struct WavePipeline {
   std::int64_t waves = 1;
   double dispatch = 0, compute = 0, combine = 0;
   double reduction = 0, fixed = 0;
-  double end_barrier = 0;  // overlaps the last wave's combine
+  double end_barrier = 0;  // runs beside the reduction
   double total() const;
   // The wave's communication outlasts its compute: overlap no longer hides it (the report's bound on
   // compute per byte of interconnect, 2 × expert width FLOP/byte for FP8 in and BF16 out).
@@ -41,9 +41,16 @@ struct WavePipeline {
 // impls/sm100_fp8_fp4_mega_moe.cuh): the SM-offset atomics (~6.5 µs), writing the source indices (~2 µs)
 // and two NVLink barriers (grid sync, cross-rank signal, grid sync: ~4 µs each; comm/barrier.cuh tags 1
 // and 2), before the pull and before the combine's reduction. A third barrier (tag 3) ends the kernel
-// after its workspace is cleaned, beside the last combine (whose one-token latency the comments put at
-// ~3 µs, under the barrier's 4).
+// after the dispatch warps have cleaned the workspace, beside the epilogue warps' reduction.
 inline constexpr double kMegaMoeFixedSeconds = (6.5 + 2.0 + 2 * 4.0) * 1e-6;
 inline constexpr double kMegaMoeEndBarrierSeconds = 4.0e-6;
+// The reduction's floor, one token's chain: its first returned copy loaded, summed and written ~3 µs
+// (the kernel's comment "1 token, 1 topk latency"), each further copy one more load from HBM, loaded two
+// deep so that only its latency shows: a cold 8 KB TMA load on a B200 takes a median 2,088 cycles at
+// 1.965 GHz, 1.06 µs (SemiAnalysisAI/microbench-blackwell 9a068d85, tma2d_latency; the kernel is
+// SM100-only, so a B200 figure).
+inline constexpr double kMegaMoeFirstCopySeconds = 3.0e-6;
+inline constexpr double kSm100TmaLoadLatencySeconds = 2088.0 / 1.965e9;
+double reduction_floor(double top_k);
 
 }  // namespace plumb

@@ -1,5 +1,6 @@
 #include "models/costs/step_costs.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -373,7 +374,7 @@ class StageCoster {
   // and a 4-byte routing weight, returned in BF16 (DeepGEMM tests/test_mega_moe.py counts the same bytes),
   // the share from other ranks over NVLink; the backward moves BF16 gradients both ways (an assumption:
   // DeepGEMM's kernel is the forward). The final top-k sum reads the k returned copies and writes the
-  // output in BF16 from HBM.
+  // output in BF16 from HBM, and takes no less than one token's chain of loads (reduction_floor).
   void plan_waves(double sp) {
     const ModelSpec& m = job_.model;
     const ParallelLayout& p = job_.layout;
@@ -386,7 +387,7 @@ class StageCoster {
     const double remote = static_cast<double>(p.ep - 1) / static_cast<double>(p.ep);
     for (WavePipeline* w : {&wave_forward_, &wave_backward_}) {
       w->waves = plan.waves;
-      w->reduction = gpu.hbm_seconds(tokens * h * 2.0 * (1.0 + k));
+      w->reduction = std::max(gpu.hbm_seconds(tokens * h * 2.0 * (1.0 + k)), reduction_floor(k));
       w->fixed = kMegaMoeFixedSeconds;
       w->end_barrier = kMegaMoeEndBarrierSeconds;
       w->combine = pairs * 2.0 * h * remote / link;
