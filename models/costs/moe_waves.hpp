@@ -47,8 +47,9 @@ inline constexpr double kMegaMoeEndBarrierSeconds = 4.0e-6;
 // The reduction's floor, one token's chain: its first returned copy loaded, summed and written ~3 µs
 // (the kernel's comment "1 token, 1 topk latency"), each further copy one more load from HBM, loaded two
 // deep so that only its latency shows: a cold 8 KB TMA load on a B200 takes a median 2,088 cycles at
-// 1.965 GHz, 1.06 µs (SemiAnalysisAI/microbench-blackwell 9a068d85, tma2d_latency; the kernel is
-// SM100-only, so a B200 figure).
+// 1.965 GHz, 1.06 µs (SemiAnalysisAI/microbench-blackwell 9a068d8, tma2d_latency/tma2d_lat_results.csv,
+// one CTA a SM, L2 flushed; the kernel is SM100-only, so a B200 figure). The same benchmark's earlier
+// committed run (f435322) measured 962 cycles, 0.49 µs: the figure is uncertain by about 2×.
 inline constexpr double kMegaMoeFirstCopySeconds = 3.0e-6;
 inline constexpr double kSm100TmaLoadLatencySeconds = 2088.0 / 1.965e9;
 double reduction_floor(double top_k);
