@@ -138,7 +138,9 @@ class Engine {
       if (instant_over()) settle();
     }
     if (finished_ != g_.size()) deadlock();
-    r_.makespan = now_;
+    // The last task's end, not the last event's time: an SM-sharing task that sped up leaves its first
+    // completion event behind, stale, and popping it still moved the clock.
+    r_.makespan = g_.size() == 0 ? 0 : *std::max_element(r_.end.begin(), r_.end.end());
     r_.stream_busy = std::move(stream_busy_);
     if (network_) {
       r_.link_bytes.resize(topology_->link_count());

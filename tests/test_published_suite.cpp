@@ -60,11 +60,14 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // TP 26.3% / 58.8% (the term missing from torchtitan's 8B rows is common to bf16 and float8). Session 22
   // counted a recomputed layer's backward (its dropped tensors alive again at once): torchtitan memory
   // 18.4% / 34.4% to 17.8% / 32.6%, and FSDP's fp32 reduce-scatter buffers, 17.0% / 31.2% (the 405B rows
-  // only; the others peak at the loss). When the
+  // only; the others peak at the loss). The simulator's makespan then stopped counting stale completion
+  // events (an SM-sharing task that sped up left its first, later completion queued, and popping it moved
+  // the clock): FSDP's per-pass collectives hold SMs, so the 8B FSDP rows had been stretched 10–13% by
+  // time that never ran — torchtitan time 21.3% → 26.5% (max 58.8%): the miss was hidden. When the
   // suite was first written: SimuMax 48.2%, torchtitan 88.3%, async TP 64.3%, torchtitan memory 41.5%.
   const Bound bounds[] = {{"sc21-table1", false, 0.05, 0.10},           {"korthikanti-2022", false, 0.05, 0.08},
                           {"deepseek-v3", false, 0.15, 0.15},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.39, 0.47},          {"torchtitan-h100-2024-12", false, 0.22, 0.60},
+                          {"simumax-b200", false, 0.39, 0.47},          {"torchtitan-h100-2024-12", false, 0.27, 0.60},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.28, 0.60},
                           {"torchtitan-h100-2024-12", true, 0.18, 0.33}};
   for (const Bound& b : bounds) {

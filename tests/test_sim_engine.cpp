@@ -106,6 +106,8 @@ TEST_CASE("compute slows only while SMs are taken, and speeds up when they are r
   SimResult r = simulate(g, m);
   // 400 ps at half speed does 200 of the work; the remaining 800 run at full speed: 1200 in all.
   CHECK(r.end[job] == 1200);
+  // The run ends with its last task, not with the completion the slowed task was first given (2000).
+  CHECK(r.makespan == 1200);
   // Two such tasks on two streams of one GPU share its SMs.
   Machine m2;
   std::int32_t g2 = m2.add_gpu("gpu", 100);
@@ -117,6 +119,7 @@ TEST_CASE("compute slows only while SMs are taken, and speeds up when they are r
   SimResult q = simulate(h, m2);
   CHECK(q.end[y] == 1000);  // half speed each until y is done
   CHECK(q.end[x] == 1500);  // then x alone: 500 left at full speed
+  CHECK(q.makespan == 1500);
 }
 
 TEST_CASE("collectives sharing a GPU's network port split its bandwidth, max-min fair, and leave compute alone") {

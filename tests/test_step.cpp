@@ -392,7 +392,7 @@ TEST_CASE("collectives crossing nodes share each GPU's network port when they ov
   double shared = simulate_step(job, costs).step_time;
   costs.network = {};
   double exclusive = simulate_step(job, costs).step_time;
-  CHECK(shared > exclusive * 1.001);
+  CHECK(shared > exclusive * 1.0005);  // +0.09% (it read +0.1% and more while stale events set the makespan)
   CHECK(shared < exclusive * 1.10);
 }
 
