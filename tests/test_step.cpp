@@ -285,6 +285,15 @@ TEST_CASE("context parallelism and ZeRO-3 add their communication where it belon
   CHECK(d.stages[1].forward.background > 0);
   CHECK(d.stages[1].backward.background > d.stages[1].forward.background);  // gather and scatter
   CHECK(simulate_step(z3, d).step_time > 0);
+  // FSDP2 unpacks each gather on the compute stream: the stage's bf16 weights read and written once per
+  // pass that gathers them, beyond what ZeRO-2 computes.
+  const StepCosts z2 = step_costs(scenario("llama3-405b-16k-h100.json", {"parallel.zero=2"}));
+  const StageParams held = stage_params(z3)[1];
+  const GpuSpec& gpu = z3.cluster.gpu;
+  const double copy_out = (held.dense + held.expert) * 2.0 * 2.0 / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  CHECK(d.stages[1].forward.compute() - z2.stages[1].forward.compute() == doctest::Approx(copy_out));
+  CHECK(d.stages[1].backward.compute() - z2.stages[1].backward.compute() == doctest::Approx(copy_out));
+  CHECK(d.stages[1].weight_grad.compute() == doctest::Approx(z2.stages[1].weight_grad.compute()));  // W gathers nothing
 }
 
 TEST_CASE("ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-1 the accumulated ones once") {

@@ -441,6 +441,11 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
       s.forward.background += gather;
       s.input_grad.background += gather;
       s.backward.background += gather;
+      // Each gathered block is unpacked on the compute stream (PyTorch FSDP2 foreach_all_gather_copy_out:
+      // split_with_sizes_copy from the flat all-gather output into the unsharded parameters): the
+      // gathered weights read and written once per gather.
+      const double copy_out = (held.dense + held.expert) * weights * 2.0 / stream_rate;
+      for (Pass* pass : {&s.forward, &s.input_grad, &s.backward}) pass->add_compute(copy_out);
     } else {
       if (p.zero <= 1) {  // the accumulated gradients, once per step
         const CollectiveOp reduce = p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
