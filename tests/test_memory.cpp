@@ -181,6 +181,11 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered (FSDP2 reshard_after_forward=F
   CHECK(plan.ranks.back().loss_transient_bytes == doctest::Approx(8.0 * 128256 * 16384));
   job.training.fused_cross_entropy = true;
   CHECK(plan_memory(job).ranks.back().loss_transient_bytes == 0.0);
+  // Under TP torchtitan's loss is vocabulary-parallel (DTensor's decomposition): its backward holds the
+  // saved log-softmax output, zeros, zeros + exp(x) and the product — 16 bytes, 12 beyond the fp32
+  // logits: 70B at TP8, 16 × 8192 tokens a micro-batch.
+  const Job tp = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-70b-fsdp32-tp8.json");
+  CHECK(plan_memory(tp).ranks.back().loss_transient_bytes == doctest::Approx(12.0 * 128256 / 8 * 131072));
 }
 
 TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once, beside the loss's transient") {

@@ -60,7 +60,8 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // TP 26.3% / 58.8% (the term missing from torchtitan's 8B rows is common to bf16 and float8). Session 22
   // counted a recomputed layer's backward (its dropped tensors alive again at once): torchtitan memory
   // 18.4% / 34.4% to 17.8% / 32.6%, and FSDP's fp32 reduce-scatter buffers, 17.0% / 31.2% (the 405B rows
-  // only; the others peak at the loss). The simulator's makespan then stopped counting stale completion
+  // only; the others peak at the loss) — then torchtitan's vocabulary-parallel loss under TP, 16 bytes
+  // at its backward against F.cross_entropy's 12: 15.8% / 30.7%. The simulator's makespan then stopped counting stale completion
   // events (an SM-sharing task that sped up left its first, later completion queued, and popping it moved
   // the clock): FSDP's per-pass collectives hold SMs, so the 8B FSDP rows had been stretched 10–13% by
   // time that never ran — torchtitan time 21.3% → 26.5% (max 58.8%): the miss was hidden; FSDP2's
@@ -70,7 +71,7 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"deepseek-v3", false, 0.15, 0.15},           {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.39, 0.47},          {"torchtitan-h100-2024-12", false, 0.27, 0.60},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.28, 0.60},
-                          {"torchtitan-h100-2024-12", true, 0.18, 0.33}};
+                          {"torchtitan-h100-2024-12", true, 0.17, 0.32}};
   for (const Bound& b : bounds) {
     const ErrorSummary s = summary(b.group, b.memory);
     INFO(b.group << (b.memory ? " memory" : " time") << ": MAPE " << 100 * s.mape << "%, max " << 100 * s.max << "% (" << s.worst_case << ")");

@@ -135,7 +135,11 @@ namespace {
 // holds the saved fp32 log-softmax output, the fp32 gradient arriving from the loss and the one it
 // passes on, 12 bytes per vocabulary entry and token (10 in the forward: the bf16 logits, their fp32
 // copy and the log-softmax output), where a fused loss keeps the 4 of the fp32 logits that the
-// activations already count. One micro-batch's worth, on the rank holding the head.
+// activations already count. Under tensor parallelism torchtitan computes it vocabulary-parallel
+// (train.py at 9dec370: loss parallelism on whenever TP is), through DTensor's decomposition
+// (torch/distributed/tensor/parallel/loss.py): its backward, (zeros + exp(x)) · grad, holds the saved
+// log-softmax output, the zeros, their sum with exp(x) and the product, 16 bytes. One micro-batch's
+// worth, on the rank holding the head.
 double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMemory& rank) {
   if (job.training.fused_cross_entropy) return 0.0;
   bool head = false;
@@ -143,7 +147,8 @@ double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMe
   if (!head) return 0.0;
   const ParallelLayout& p = job.layout;
   const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp));
-  return (12.0 - 4.0) * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * tokens;
+  const double at_backward = p.tp > 1 ? 16.0 : 12.0;
+  return (at_backward - 4.0) * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * tokens;
 }
 
 // Under Muon the matrices' states (fp32 master and one momentum) sit whole in knapsack buckets, every
