@@ -57,15 +57,15 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // float8 from the code (the policy, a dispatch mode, sees torchao's aten.mm before the Float8Tensor
   // turns it into _scaled_mm): float8 saves every second matmul as bf16 does, so the float8 rows recompute
   // less — memory 22.1% / 48.0% to 18.4% / 34.4%, and time faster still, torchtitan 21.3% / 58.4% and async
-  // TP 26.3% / 58.8% (the term missing from torchtitan's 8B rows is common to bf16 and float8). Session 22
-  // counted a recomputed layer's backward (its dropped tensors alive again at once): torchtitan memory
-  // 18.4% / 34.4% to 17.8% / 32.6%, and FSDP's fp32 reduce-scatter buffers, 17.0% / 31.2% (the 405B rows
-  // only; the others peak at the loss) — then torchtitan's vocabulary-parallel loss under TP, 16 bytes
-  // at its backward against F.cross_entropy's 12: 15.8% / 30.7%. The simulator's makespan then stopped counting stale completion
-  // events (an SM-sharing task that sped up left its first, later completion queued, and popping it moved
-  // the clock): FSDP's per-pass collectives hold SMs, so the 8B FSDP rows had been stretched 10–13% by
-  // time that never ran — torchtitan time 21.3% → 26.5% (max 58.8%): the miss was hidden; FSDP2's
-  // unpacking of each gather on the compute stream, 25.7% (max 58.6%). When the
+  // TP 26.3% / 58.8% (the term missing from torchtitan's 8B rows is common to bf16 and float8).
+  // Session 22, memory: a recomputed layer's backward (its dropped tensors alive again at once), 17.8% /
+  // 32.6%; FSDP's fp32 reduce-scatter buffers, 17.0% / 31.2% (the 405B rows only; the others peak at the
+  // loss); torchtitan's vocabulary-parallel loss under TP (16 bytes at its backward against
+  // F.cross_entropy's 12), 15.8% / 30.7%. Time: the simulator's makespan stopped counting stale
+  // completion events (an SM-sharing task that sped up left its first, later completion queued, and
+  // popping it moved the clock); FSDP's per-pass collectives hold SMs, so the 8B FSDP rows had been
+  // stretched 10–13% by time that never ran — torchtitan 21.3% → 26.5% (max 58.8%): the miss was hidden.
+  // FSDP2's unpacking of each gather on the compute stream then gave 25.7% (max 58.6%). When the
   // suite was first written: SimuMax 48.2%, torchtitan 88.3%, async TP 64.3%, torchtitan memory 41.5%.
   const Bound bounds[] = {{"sc21-table1", false, 0.05, 0.10},           {"korthikanti-2022", false, 0.05, 0.08},
                           {"deepseek-v3", false, 0.15, 0.15},           {"simumax-b200", true, 0.03, 0.05},
