@@ -6,6 +6,7 @@
 #include "models/input/catalogue.hpp"
 #include "cli/report/calibrate_report.hpp"
 #include "validate/calibrate/device_profile.hpp"
+#include "validate/calibrate/simumax_system.hpp"
 #include "cli/report/trace_report.hpp"
 #include "validate/run/trace_collectives.hpp"
 
@@ -175,7 +176,10 @@ int run_calibrate(const Args& args) {
       args.flag("--framework-out"))
     throw UsageError("--scenario, --stage, --set, --fabric-out, --framework-out and --timeline go with --trace");
   std::vector<Measurements> measured;
-  for (const std::string& file : args.positionals()) measured.push_back(read_measurements(read_json(file), file));
+  for (const std::string& file : args.positionals()) {
+    const Json doc = read_json(file);
+    measured.push_back(is_simumax_system(doc) ? read_simumax_system(doc, file) : read_measurements(doc, file));
+  }
   ProfileRef ref = find_profile(profile_to_calibrate(args, measured));
   Diagnostics d;
   SourceFile src{ref.path.string(), ref.path.parent_path(), &d, {}};
@@ -205,8 +209,14 @@ int run_calibrate(const Args& args) {
   if (c.gemm.empty() && c.shares.empty() && !c.kernel_overhead)
     throw UsageError("the measurements hold fewer than two GEMMs of any one dtype, no memory or attention runs and no launches: nothing to fit");
   write_profile(args.value("-o"), c.profile, false);
-  if (args.flag("--json")) std::cout << calibration_json(c).dump(2) << "\n";
-  else std::cout << calibration_report(c) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
+  if (args.flag("--json")) {
+    std::cout << calibration_json(c).dump(2) << "\n";
+    return kOk;
+  }
+  std::cout << calibration_report(c);
+  for (const Measurements& m : measured)
+    for (const std::string& w : m.left_out) std::cout << fmt::format("not read from {}: {}\n", m.file, w);
+  std::cout << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
   return kOk;
 }
 
@@ -220,9 +230,12 @@ const Command& calibrate_command() {
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
        "measured, fp8), its HBM efficiency from the streaming-kernel runs, its attention efficiencies (forward,\n"
-       "backward) from the flash attention runs and its kernel overhead from the empty-kernel launches in them;\n"
-       "a fabric profile\n"
-       "(--profile dgx-h100-ndr) its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
+       "backward) from the flash attention runs and its kernel overhead from the empty-kernel launches in them.\n"
+       "A SimuMax system config (configs/system/*.json, measured on the machine it names) counts as GEMM\n"
+       "measurements: its matmul and group_matmul tables (Transformer Engine GEMMs timed back to back) become\n"
+       "plumb's GEMMs by pass; rates measured back to back are divided by the profile's sustained_compute_scale,\n"
+       "which the calibrated profile keeps; its other tables are listed as not read. A fabric profile\n"
+       "(--profile dgx-h100-ndr) gets its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
        "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
        "plumb's prediction with the calibrated profile against every measured size.\n"
        "With --trace (a PyTorch profiler trace of one pipeline stage's forward and backward) and --scenario (the\n"

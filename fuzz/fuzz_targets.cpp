@@ -19,6 +19,7 @@
 #include "sim/limits.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
+#include "validate/calibrate/simumax_system.hpp"
 #include "validate/imports/megatron_args.hpp"
 #include "validate/imports/torchtitan_config.hpp"
 #include "validate/logs/training_log.hpp"
@@ -137,7 +138,9 @@ void measurements(const std::uint8_t* data, std::size_t size) {
     SourceFile src{"measurements.json", scratch(), &d, {}};
     Json doc = parsed(text_of(data, size), src);
     d.throw_if_any();
-    read_measurements(doc, "measurements.json");
+    // As plumb calibrate reads a file: a SimuMax system config's GEMM tables, or plumb's own format.
+    if (is_simumax_system(doc)) read_simumax_system(doc, "measurements.json");
+    else read_measurements(doc, "measurements.json");
   });
 }
 

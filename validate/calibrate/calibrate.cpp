@@ -47,6 +47,7 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
     r.string("driver", Need::optional);
     r.string("note", Need::optional);
     r.number("clock_mhz", Need::optional, 0, 1e5);
+    m.sustained = r.boolean("sustained", Need::optional).value_or(false);
     read_rows(r, src, "gemm", "\"m\", \"n\", \"k\", \"dtype\", \"seconds\"", [&](ObjectReader& row) {
       GemmMeasurement g;
       g.m = static_cast<double>(row.integer("m", Need::required, 1, 1'000'000'000).value_or(1));
@@ -155,7 +156,9 @@ void fit_gemms(Calibration& c, const GpuSpec& gpu, const std::vector<Measurement
     for (const Measurements& m : measured)
       for (const GemmMeasurement& g : m.gemm) {
         if (g.dtype != dtype) continue;
-        const double e = g.flops() / std::max(g.seconds - overhead, 0.05 * g.seconds) / gpu.peak_dense.at(dtype);
+        // A sustained rate is the burst rate the profile holds times its sustained scale.
+        const double e = g.flops() / std::max(g.seconds - overhead, 0.05 * g.seconds) / gpu.peak_dense.at(dtype) /
+                         (m.sustained ? gpu.sustained_scale(dtype) : 1.0);
         const std::string kernel = std::string(g.groups > 1 ? "grouped" : "") + (g.groups > 1 && g.weight_gradient ? "." : "") +
                                    (g.weight_gradient ? "weight_gradient" : "");
         kernels[kernel].push_back({g.m, g.n, g.k, g.groups, e});
@@ -230,12 +233,14 @@ void fit_attention(Calibration& c, const GpuSpec& gpu, const std::vector<Measure
   if (!gpu.peak_dense.count(MathDtype::bf16)) return;
   std::vector<double> forward, backward, keys;
   const double peak = gpu.peak_dense.at(MathDtype::bf16);
-  auto share = [&](double flops, double seconds) { return flops / std::max(seconds - overhead, 0.05 * seconds) / peak; };
+  auto share = [&](double flops, double seconds, bool sustained) {
+    return flops / std::max(seconds - overhead, 0.05 * seconds) / peak / (sustained ? gpu.sustained_compute_scale : 1.0);
+  };
   for (const Measurements& m : measured)
     for (const AttentionMeasurement& a : m.attention) {
       const FlashAttentionFlops f = flash_attention_flops(a.batch_heads * a.seq, a.seq, a.d_qk, a.d_v, a.causal);
-      forward.push_back(share(f.forward, a.forward_seconds));
-      backward.push_back(share(f.backward_executed(), a.backward_seconds));
+      forward.push_back(share(f.forward, a.forward_seconds, m.sustained));
+      backward.push_back(share(f.backward_executed(), a.backward_seconds, m.sustained));
       keys.push_back(a.seq);
     }
   if (keys.empty()) return;
@@ -269,7 +274,14 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   Calibration c;
   c.profile = profile_json;
   std::string files;
-  for (const Measurements& m : measured) files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
+  for (const Measurements& m : measured)
+    files += (files.empty() ? "" : ", ") +
+             fmt::format("{} ({}, {}{})", m.file, m.device, m.date,
+                         m.sustained && gpu.sustained_compute_scale < 1.0
+                             ? fmt::format("; rates sustained back to back, divided by the profile's sustained_compute_scale {:.3g}"
+                                           " (fp8 {:.3g}), which it keeps",
+                                           gpu.sustained_compute_scale, gpu.sustained_scale(MathDtype::fp8))
+                             : "");
   // plumb adds the launch overhead to every op, so the GEMM and attention fits take it off first.
   const double overhead = fit_kernel_overhead(c, measured, files);
   fit_gemms(c, gpu, measured, overhead, files);

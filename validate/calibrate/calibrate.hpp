@@ -22,7 +22,8 @@ namespace plumb {
 // `launch` back-to-back empty kernels, each's share of the time. A GEMM row of `groups` > 1 is a
 // grouped (expert) GEMM of that many m × n × k products; `pass` "weight_gradient" marks the weight
 // gradient's GEMM (its own kernel in some frameworks: accumulating into fp32), "forward" (the default)
-// and "input_gradient" the others.
+// and "input_gradient" the others. An optional top-level "sustained": true says the timed calls ran
+// back to back at the clock a step sustains (Measurements::sustained).
 struct GemmMeasurement {
   double m = 0, n = 0, k = 0, groups = 1;
   MathDtype dtype = MathDtype::bf16;
@@ -46,6 +47,11 @@ struct Measurements {
   std::vector<MemoryMeasurement> memory;
   std::vector<AttentionMeasurement> attention;
   std::optional<double> kernel_overhead;  // seconds per kernel (launch)
+  // The kernels ran back to back long enough to hold the clock a training step holds (plumb's optional
+  // top-level "sustained": true): their rates are divided by the profile's sustained_compute_scale,
+  // which the calibrated profile keeps and applies again, so a prediction gives the measured rate.
+  bool sustained = false;
+  std::vector<std::string> left_out;  // what the file holds that was not read as measurements, and why
 };
 Measurements read_measurements(const Json& doc, const std::string& file);  // throws InputError
 
