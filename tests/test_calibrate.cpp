@@ -251,6 +251,27 @@ TEST_CASE("fp8 GEMMs calibrate the fp8 table and streaming copies the HBM effici
   CHECK(memory.rms_relative_error == doctest::Approx(std::sqrt(2.0 / 3.0) / 60));
 }
 
+TEST_CASE("the scenario's own memory-bound kernels, where timed, set hbm_efficiency so their step total is their measured total") {
+  // The host bench times the kernels its run executes (norms, SwiGLU: compute-bound on a CPU core) beside
+  // copies; the copies' median would price those kernels 10-30x fast. With them, the share is their bytes
+  // over their time, each weighed by its runs a step, and the copies do not count.
+  const std::vector<std::pair<BenchGemm, double>> gemms{{BenchGemm{4096, 4096, 4096, "a"}, 2 * 4096.0 * 4096 * 4096 / (0.7 * 989.4e12)},
+                                                        {BenchGemm{8192, 8192, 8192, "b"}, 2 * 8192.0 * 8192 * 8192 / (0.75 * 989.4e12)}};
+  std::vector<MemoryMeasurement> rows{{"copy", 2e9, 2e9 / 3.0e12},
+                                      {"copy", 2e9, 2e9 / 3.0e12},
+                                      {"stage 0 · SwiGLU (forward)", 1e9, 4e-3, 1},
+                                      {"stage 0 · attention norm (forward)", 1e9, 1e-3, 3}};
+  Measurements m = read_measurements(measurements_json("NVIDIA H100 80GB HBM3", "13.0", 1980, "2026-11-26", gemms, rows), "k.json");
+  REQUIRE(m.memory.size() == 4);
+  CHECK(m.memory[3].runs == 3);  // written and read back
+  auto [c, calibrated] = calibrate_h100(m);
+  // (1e9 + 3 × 1e9) bytes over (4 + 3 × 1) ms against 3.35 TB/s.
+  const double pooled = 4e9 / 7e-3 / 3.35e12;
+  CHECK(calibrated.hbm_efficiency == doctest::Approx(pooled).epsilon(2e-3));
+  CHECK(calibrated.hbm_seconds(4e9) == doctest::Approx(7e-3).epsilon(2e-3));  // the kernels' step total, as measured
+  CHECK(calibrated.sources.at("hbm_efficiency").find("total over 2 of the scenario's memory-bound kernels") != std::string::npos);
+}
+
 TEST_CASE("the launch overhead bench measures becomes the profile's kernel_overhead, and the GEMM fit is of the work") {
   // GEMM times of a flat 0.8 of the bf16 peak plus a 4 µs launch each, and the bench's empty
   // kernels at 4 µs: the fitted curve is the flat 0.8, the 4 µs goes to kernel_overhead.

@@ -24,9 +24,10 @@ std::string calibration_report(const Calibration& c) {
                          100 * k.fit.rms_relative_error);
   }
   for (const ShareFit& f : c.shares)
-    out += fmt::format("{}: {:.3f} of the {} (median of {} runs, {:.3f}–{:.3f}), RMS error {:.1f}%\n", f.field, f.efficiency,
-                       f.field == "hbm_efficiency" ? "datasheet HBM bandwidth" : "bf16 dense peak", f.points, f.lowest, f.highest,
-                       100 * f.rms_relative_error);
+    out += fmt::format("{}: {:.3f} of the {} ({} {} {}, {:.3f}–{:.3f}), RMS error {:.1f}%\n", f.field, f.efficiency,
+                       f.field == "hbm_efficiency" ? "datasheet HBM bandwidth" : "bf16 dense peak",
+                       f.pooled ? "total over" : "median of", f.points, f.pooled ? "of the scenario's kernels, weighed by runs" : "runs",
+                       f.lowest, f.highest, 100 * f.rms_relative_error);
   for (const CollectiveFit& f : c.collectives) {
     const NcclTestsLog& log = *f.log;
     out += fmt::format("\n{}: {} on {} ranks, {} node(s){} — collective from {}\n", log.file, collective_op_name(log.op), log.ranks, log.nodes,
@@ -71,7 +72,7 @@ Json calibration_json(const Calibration& c) {
   if (c.kernel_overhead) fits.push_back({{"term", "kernel_overhead"}, {"value", *c.kernel_overhead}});
   for (const ShareFit& f : c.shares)
     fits.push_back({{"term", f.field}, {"value", f.efficiency}, {"lowest", f.lowest}, {"highest", f.highest}, {"points", f.points},
-                    {"rms_relative_error", f.rms_relative_error}});
+                    {"rms_relative_error", f.rms_relative_error}, {"fit", f.pooled ? "total" : "median"}});
   for (const CollectiveFit& f : c.collectives)
     fits.push_back({{"term", f.field}, {"file", f.log->file}, {"op", std::string(collective_op_name(f.log->op))}, {"ranks", f.log->ranks},
                     {"nodes", f.log->nodes}, {"alpha_s", f.fit.alpha}, {"bus_bandwidth", 1.0 / f.fit.beta}, {"value", f.value},

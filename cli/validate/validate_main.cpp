@@ -48,8 +48,9 @@ const CommandSpec kBench{
     "HBM efficiencies from. Refuses a GEMM or attention pass faster than the profile's dense peak or a copy\n"
     "faster than its HBM bandwidth (a timing error, not a result).\n"
     "host: the same with the host backend's kernels on one thread of this CPU (float GEMMs through Eigen, plumb's\n"
-    "blocked attention at the scenario's heads, copies of 16 and 64 MiB), squares 64–1024 as the sweep, each the\n"
-    "median thread CPU time as the host run counts it; `plumb calibrate` fits the host-cpu-core profile from it.",
+    "blocked attention at the scenario's heads, copies of 16 and 64 MiB, and each memory-bound kernel the host run\n"
+    "executes with its runs a step), squares 64–1024 as the sweep, each the median thread CPU time as the host run\n"
+    "counts it; `plumb calibrate` fits the host-cpu-core profile from it.",
     {},
     {{"--backend", "B", "cuda (GPU 0; the default in CUDA builds) or host (this CPU; the default otherwise)"},
      {"--scenario", "S", "the scenario whose GEMM shapes to time (default: the sweep only)"},
@@ -176,7 +177,7 @@ int bench(const Args& args) {
   std::ofstream out(args.value("--out"));
   if (!out) throw UsageError("cannot write " + args.value("--out"));
   out << doc.dump(1) << "\n";
-  std::cout << fmt::format("{} GEMMs, {} attention calls and {} copies timed on {} → {}\n", doc["gemm"].size(),
+  std::cout << fmt::format("{} GEMMs, {} attention calls and {} copies and memory-bound kernels timed on {} → {}\n", doc["gemm"].size(),
                            doc.contains("attention") ? doc["attention"].size() : 0, doc.contains("memory") ? doc["memory"].size() : 0,
                            host_device_name(), args.value("--out"));
   return 0;

@@ -68,6 +68,7 @@ Measurements read_measurements(const Json& doc, const std::string& file) {
       mm.kernel = row.string("kernel", Need::required).value_or("");
       mm.bytes = row.number("bytes", Need::required, 1, 1e15).value_or(1);
       mm.seconds = row.number("seconds", Need::required, 1e-12, 1e6).value_or(1);
+      mm.runs = row.number("runs", Need::optional, 1, 1e9).value_or(1);
       m.memory.push_back(mm);
     });
     read_rows(r, src, "attention", "\"batch_heads\", \"seq\", \"d_qk\", \"d_v\", \"causal\", \"forward_seconds\", \"backward_seconds\"",
@@ -110,18 +111,21 @@ std::string fit_source(const std::string& what, const std::string& files, std::s
 
 // Sets `field` to the median of `shares` (at most 1), its source naming the files and `what` was
 // measured; the report and --json list it.
-void set_share(Calibration& c, const std::string& field, std::vector<double> shares, const std::string& files, std::string_view what) {
+// With `pooled`, the figure is that share instead of the median (the runs' total work over their total time).
+void set_share(Calibration& c, const std::string& field, std::vector<double> shares, const std::string& files, std::string_view what,
+               std::optional<double> pooled = std::nullopt) {
   if (shares.empty()) return;
   std::sort(shares.begin(), shares.end());
-  ShareFit f{field, std::min(1.0, shares[shares.size() / 2]), shares.front(), shares.back(), shares.size(), 0.0};
+  ShareFit f{field, std::min(1.0, pooled.value_or(shares[shares.size() / 2])), shares.front(), shares.back(), shares.size(), 0.0,
+             pooled.has_value()};
   // A run at share x takes 1/x of the work's time; the median predicts 1/x̂: off by x/x̂ − 1.
   double sum = 0;
   for (double x : shares) sum += (x / f.efficiency - 1) * (x / f.efficiency - 1);
   f.rms_relative_error = std::sqrt(sum / static_cast<double>(shares.size()));
   c.profile[field] = std::round(f.efficiency * 1000) / 1000;
-  c.profile["sources"][field] = fmt::format("measured by plumb calibrate from {}: median of {} {}, {:.1f}% (range {:.1f}–{:.1f}%; RMS error {:.1f}%)",
-                                            files, f.points, what, 100 * f.efficiency, 100 * f.lowest, 100 * f.highest,
-                                            100 * f.rms_relative_error);
+  c.profile["sources"][field] = fmt::format("measured by plumb calibrate from {}: {} {} {}, {:.1f}% (range {:.1f}–{:.1f}%; RMS error {:.1f}%)",
+                                            files, pooled ? "total over" : "median of", f.points, what, 100 * f.efficiency, 100 * f.lowest,
+                                            100 * f.highest, 100 * f.rms_relative_error);
   c.shares.push_back(f);
 }
 
@@ -285,11 +289,22 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   // plumb adds the launch overhead to every op, so the GEMM and attention fits take it off first.
   const double overhead = fit_kernel_overhead(c, measured, files);
   fit_gemms(c, gpu, measured, overhead, files);
-  // Streaming kernels: the median share of the datasheet bandwidth becomes hbm_efficiency.
-  std::vector<double> streams;
+  // Streaming copies: the median share of the datasheet bandwidth becomes hbm_efficiency. Where the
+  // file also timed the scenario's own memory-bound kernels (rows named other than "copy": the host
+  // backend's norms and SwiGLU, which a CPU core runs compute-bound, far below its copy rate), those
+  // decide instead: their bytes as plumb prices them over their total time, so the scenario's
+  // memory-bound work takes its measured time in all (each kernel weighed by its runs a step).
+  std::vector<double> copies, kernels;
+  double kernel_bytes = 0, kernel_seconds = 0;
   for (const Measurements& m : measured)
-    for (const MemoryMeasurement& mm : m.memory) streams.push_back(mm.bytes / mm.seconds / gpu.hbm_bandwidth);
-  set_share(c, "hbm_efficiency", streams, files, "streaming-kernel runs' shares of the datasheet bandwidth");
+    for (const MemoryMeasurement& mm : m.memory) {
+      (mm.kernel == "copy" ? copies : kernels).push_back(mm.bytes / mm.seconds / gpu.hbm_bandwidth);
+      if (mm.kernel != "copy") kernel_bytes += mm.runs * mm.bytes, kernel_seconds += mm.runs * mm.seconds;
+    }
+  if (kernels.empty()) set_share(c, "hbm_efficiency", copies, files, "streaming-kernel runs' shares of the datasheet bandwidth");
+  else
+    set_share(c, "hbm_efficiency", kernels, files, "of the scenario's memory-bound kernels (bytes as plumb prices them over their time)",
+              kernel_bytes / kernel_seconds / gpu.hbm_bandwidth);
   fit_attention(c, gpu, measured, overhead, files);
   return c;
 }

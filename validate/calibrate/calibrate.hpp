@@ -16,7 +16,7 @@ namespace plumb {
 
 // plumb's own measurement file (plumb-validate bench writes it; small JSON with device and date):
 // {"plumb_measurements": 1, "device": …, "date": …, "gemm": [{"m", "n", "k", "dtype", "seconds", "groups"?, "pass"?}],
-//  "memory": [{"kernel", "bytes", "seconds"}], "attention": [{"batch_heads", "seq", "d_qk", "d_v",
+//  "memory": [{"kernel", "bytes", "seconds", "runs"?}], "attention": [{"batch_heads", "seq", "d_qk", "d_v",
 //  "causal", "forward_seconds", "backward_seconds"}], "launch": {"kernels", "seconds_per_kernel"}} —
 // `bytes` read and written by a streaming kernel; `attention` the flash kernel's passes;
 // `launch` back-to-back empty kernels, each's share of the time. A GEMM row of `groups` > 1 is a
@@ -32,8 +32,9 @@ struct GemmMeasurement {
   double flops() const { return 2 * m * n * k * groups; }
 };
 struct MemoryMeasurement {
-  std::string kernel;
+  std::string kernel;  // "copy", or one of the scenario's memory-bound kernels ("stage 0 · SwiGLU (forward)")
   double bytes = 0, seconds = 0;
+  double runs = 1;  // a scenario kernel: how often a step of the shrunk run executes it
 };
 struct AttentionMeasurement {
   double batch_heads = 0, seq = 0, d_qk = 0, d_v = 0;
@@ -95,6 +96,7 @@ struct ShareFit {
   double efficiency = 0, lowest = 0, highest = 0;
   std::size_t points = 0;
   double rms_relative_error = 0;  // of the time the median predicts against each run's (launch aside)
+  bool pooled = false;  // the runs' total work over their total time, not their median
 };
 
 struct Calibration {

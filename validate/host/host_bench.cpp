@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
+#include <memory>
 #include <ostream>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "models/costs/flops.hpp"
 #include "validate/host/host_kernels.hpp"
 #include "validate/host/host_pipeline_device.hpp"
+#include "validate/host/host_rank.hpp"
 #include "validate/run/bench_plan.hpp"
 
 namespace plumb {
@@ -28,6 +32,46 @@ double median_seconds(int reps, F f) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// The memory-bound kernels `plumb-validate run --backend host` runs for the scenario (its default
+// shrunk plan: norms, SwiGLU, gathers and streaming passes), each distinct one timed on the rank that
+// runs it, with the bytes plumb prices it at. A scenario the host cannot run adds none, said on `progress`.
+void time_memory_kernels(const Job& job, const GpuSpec& core, int reps, std::vector<MemoryMeasurement>& memory, std::ostream& progress) {
+  static const char* passes[] = {"forward", "input gradient", "weight gradient"};
+  Job full = job;
+  full.cluster.gpu = core;
+  VirtualRunOptions o;
+  o.stage_per_profile = true;
+  std::optional<VirtualRun> plan;
+  try {
+    plan = plan_virtual_run(full, o);
+  } catch (const InputError& e) {
+    progress << "memory-bound kernels not timed: the host backend cannot run the scenario (" << e.what() << ")\n";
+    return;
+  }
+  // Each distinct kernel (kind, pass, shape, bytes) once, with how often a step runs it and the rank that does.
+  using Key = std::tuple<int, int, std::int64_t, std::int64_t, double>;
+  std::map<Key, std::pair<const KernelStep*, int>> first;  // the kernel and its rank
+  std::map<Key, double> runs;
+  std::vector<Key> order;
+  for (const RunOp& r : plan->order)
+    for (const KernelStep* k : plan->kernels(plan->schedule.ops[static_cast<std::size_t>(r.rank)][static_cast<std::size_t>(r.index)])) {
+      if (k->kind == KernelKind::gemm || k->kind == KernelKind::attention || k->bytes <= 0) continue;
+      const Key key{static_cast<int>(k->kind), k->pass, k->rows, k->cols, k->bytes};
+      if (first.emplace(key, std::pair{k, r.rank}).second) order.push_back(key);
+      runs[key] += 1;
+    }
+  std::map<int, std::unique_ptr<HostRank>> ranks;
+  for (const Key& key : order) {
+    const auto [k, at] = first.at(key);
+    std::unique_ptr<HostRank>& rank = ranks[at];
+    if (!rank) rank = std::make_unique<HostRank>(*plan, at);
+    const double seconds = median_seconds(reps, [&] { rank->run(*k); });
+    const std::string name = fmt::format("{} ({})", plan->op_names[static_cast<std::size_t>(k->op)], passes[k->pass]);
+    progress << fmt::format("{}: {:.2f} GB/s of the bytes plumb prices, {:.0f} a step\n", name, k->bytes / seconds / kGiga, runs.at(key));
+    memory.push_back({name, k->bytes, seconds, runs.at(key)});
+  }
 }
 
 }  // namespace
@@ -62,6 +106,7 @@ Json host_bench(const Job* job, const HostBenchOptions& o, const std::optional<G
                                            profile->name));
     memory.push_back({"copy", moved, seconds});
   }
+  if (job && profile) time_memory_kernels(*job, *profile, o.reps, memory, progress);
   std::vector<AttentionMeasurement> attention;
   if (o.attention)
     for (const BenchAttention& b : bench_attention(job, false)) {

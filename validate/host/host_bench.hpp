@@ -1,7 +1,9 @@
 #pragma once
 // `plumb-validate bench --backend host`: the scenario's GEMM shapes, a sweep of small squares, its
-// attention call and streaming copies, each timed with the host backend's kernels on one thread in
-// thread CPU time (as the host backend's run times them), written in the format `plumb calibrate` reads.
+// attention call, streaming copies and the memory-bound kernels its host run executes (norms, SwiGLU,
+// gathers, streaming passes: each distinct one with its bytes as plumb prices them and its runs a
+// step), each timed with the host backend's kernels on one thread in thread CPU time (as the host
+// backend's run times them), written in the format `plumb calibrate` reads.
 #include <iosfwd>
 #include <optional>
 #include <string>

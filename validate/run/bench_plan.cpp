@@ -72,7 +72,10 @@ Json measurements_json(const std::string& device, const std::string& driver, int
   for (const auto& [g, seconds] : timed)
     rows.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"dtype", std::string(math_dtype_name(g.dtype))}, {"seconds", seconds}, {"what", g.what}});
   Json streams = Json::array();
-  for (const MemoryMeasurement& mm : memory) streams.push_back({{"kernel", mm.kernel}, {"bytes", mm.bytes}, {"seconds", mm.seconds}});
+  for (const MemoryMeasurement& mm : memory) {
+    streams.push_back({{"kernel", mm.kernel}, {"bytes", mm.bytes}, {"seconds", mm.seconds}});
+    if (mm.runs != 1) streams.back()["runs"] = mm.runs;
+  }
   Json flash = Json::array();
   for (const AttentionMeasurement& a : attention)
     flash.push_back({{"batch_heads", std::llround(a.batch_heads)}, {"seq", std::llround(a.seq)}, {"d_qk", std::llround(a.d_qk)},
