@@ -16,7 +16,7 @@ int run_validate(const Args& args) {
   std::vector<Diagnostic> problems;
   for (const std::filesystem::path& f : case_files(paths)) {
     try {
-      cases.push_back(read_case(f));
+      cases.push_back(read_case(f, args.values("--set")));
     } catch (const InputError& e) {
       problems.insert(problems.end(), e.diagnostics().begin(), e.diagnostics().end());
     }
@@ -36,7 +36,7 @@ int run_validate(const Args& args) {
 const Command& validate_command() {
   static const Command command{
       {"validate",
-       "plumb validate [CASES...] [--json] [--csv FILE] [--worst N]",
+       "plumb validate [CASES...] [--set KEY=VALUE ...] [--json] [--csv FILE] [--worst N]",
        "Runs the published suite: each case is a scenario of a training job a paper or a repository measured\n"
        "(scenarios/published/, one file per measurement, with its source and the assumptions made), simulated\n"
        "as plumb run does. Prints predicted against measured for every metric the source gives (step time,\n"
@@ -44,9 +44,12 @@ const Command& validate_command() {
        "worst case first; then the mean absolute percentage error (MAPE), median and largest error per\n"
        "publication and over all cases, time and memory apart; then where the step went in the worst cases\n"
        "(compute by op class, exposed communication by kind, bubble). CASES are case files, folders of them, or\n"
-       "names of bundled cases (default: the whole bundled suite). Exit code 70 when a case cannot be simulated.",
+       "names of bundled cases (default: the whole bundled suite). --set overrides a field in every case, as plumb\n"
+       "run's does: `--set cluster.gpu=/abs/b200-mine.json` prices the cases with a calibrated profile (a relative\n"
+       "path resolves against each case's folder). Exit code 70 when a case cannot be simulated.",
        {"[CASES...]"},
-       {{"--json", "", "print cases[] (metrics with measured, predicted, error; breakdown) and summaries[] as JSON"},
+       {{"--set", "KEY=VALUE", "override a scenario field in every case (repeatable)", true},
+        {"--json", "", "print cases[] (metrics with measured, predicted, error; breakdown) and summaries[] as JSON"},
         {"--csv", "FILE", "write one row per case and metric: case,group,metric,measured,predicted,error"},
         {"--worst", "N", "how many of the worst cases get their step's breakdown (5)"}}},
       run_validate};

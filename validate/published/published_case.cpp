@@ -35,9 +35,9 @@ std::string_view metric_name(Metric m) { return info(m).name; }
 bool is_memory_metric(Metric m) { return info(m).memory; }
 std::string_view memory_kind_name(MemoryKind k) { return k == MemoryKind::allocated ? "allocated" : "reserved"; }
 
-PublishedCase read_case(const std::filesystem::path& file) {
+PublishedCase read_case(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
   PublishedCase c;
-  c.job = load_scenario(file);
+  c.job = load_scenario(file, overrides);
   c.id = file.stem().string();
   Diagnostics diagnostics;
   SourceFile src{file.string(), file.parent_path(), &diagnostics, {}};

@@ -45,9 +45,10 @@ struct PublishedCase {
   Job job;
 };
 
-// Reads a case file: a scenario with a "published" section. Throws InputError naming the file and
-// the JSON pointer of every problem, in either part.
-PublishedCase read_case(const std::filesystem::path& file);
+// Reads a case file: a scenario with a "published" section, with `overrides` ("key=value", as plumb run's
+// --set) laid over its scenario. Throws InputError naming the file and the JSON pointer of every
+// problem, in either part.
+PublishedCase read_case(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
 
 // The case files of a folder (sorted by name), or the files and folders given.
 std::vector<std::filesystem::path> case_files(const std::vector<std::string>& paths);
