@@ -15,7 +15,6 @@
 #include "cli/report/calibrate_report.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
-#include "validate/calibrate/simumax_system.hpp"
 
 using namespace plumb;
 using test::gpu;
@@ -525,93 +524,4 @@ TEST_CASE("the shape models meet ml-engineering's MAMF measurements: B200 at its
   // The H100's ceiling was anchored at 6144×17920×2816 (792.1); the table's later row, 794.5 at
   // 2048×2048×13312 (torch 2.7.0+cu126), is a shape the model never saw.
   CHECK(h100.gemm_efficiency_of(2048, 2048, 13312, 1, MathDtype::bf16) * 989.4e12 == doctest::Approx(794.5e12).epsilon(0.01));
-}
-
-TEST_CASE("a SimuMax system config's GEMM tables read as plumb's GEMMs by pass, timed at their efficiency of its tflops") {
-  // tests/fixtures/calibration/simumax-b200-excerpt.json: rows of MooreThreads/SimuMax
-  // configs/system/b200_bf16_ceperm.json (commit 4dcaae5, measured on the B200 node of its real runs):
-  // Transformer Engine general_gemm, TN forward, NN input gradient, NT weight gradient.
-  const Json doc = json_of(fixture("simumax-b200-excerpt.json"));
-  REQUIRE(is_simumax_system(doc));
-  CHECK_FALSE(is_simumax_system(json_of(fixture("gemm-synthetic.json"))));
-  const Measurements m = read_simumax_system(doc, "simumax.json");
-  CHECK(m.sustained);  // 75 calls back to back after 25 warm-up
-  CHECK(m.gemm.size() == 21);  // 15 dense rows (4 bf16 weight gradients left out) and 6 grouped ones
-  auto find = [&](double mm, double n, double k, double groups, bool wgrad) -> const GemmMeasurement* {
-    for (const GemmMeasurement& g : m.gemm)
-      if (g.m == mm && g.n == n && g.k == k && g.groups == groups && g.weight_gradient == wgrad) return &g;
-    return nullptr;
-  };
-  // "b=1, m=4096, k=8192, n=57344, layout=TN": 4096 tokens through an 8192 → 57344 linear at 0.48669.
-  const GemmMeasurement* forward = find(4096, 57344, 8192, 1, false);
-  REQUIRE(forward);
-  CHECK(forward->seconds == doctest::Approx(2.0 * 4096 * 57344 * 8192 / (0.4866883120666592 * 2250e12)));
-  CHECK(find(4096, 8192, 57344, 1, false));  // NN: the input gradient, K the layer's output
-  // NT, fp32 out: SimuMax's m is the weight's output side; plumb's weight-gradient GEMM is in × out × tokens.
-  const GemmMeasurement* wgrad = find(8192, 57344, 4096, 1, true);
-  REQUIRE(wgrad);
-  CHECK(wgrad->seconds == doctest::Approx(2.0 * 57344 * 8192 * 4096 / (0.4535840289023081 * 2250e12)));
-  // Grouped: 160 experts of 154 tokens, 5120 → 3072; the weight gradient's K is the tokens.
-  const GemmMeasurement* expert_wgrad = find(5120, 3072, 154, 160, true);
-  REQUIRE(expert_wgrad);
-  CHECK(expert_wgrad->seconds == doctest::Approx(2.0 * 160 * 154 * 3072 * 5120 / (0.09365228280672189 * 2250e12)));
-  CHECK(find(154, 5120, 3072, 160, false));  // bwd_grad_act: back through the 5120 → 3072 projection
-  // What was not read is said, with why.
-  std::string left_out;
-  for (const std::string& w : m.left_out) left_out += w + "\n";
-  CHECK(left_out.find("4 weight-gradient GEMMs") != std::string::npos);
-  CHECK(left_out.find("/accelerator/op/sdp_fwd") != std::string::npos);
-  CHECK(left_out.find("/accelerator/bandwidth") != std::string::npos);
-}
-
-TEST_CASE("a SimuMax row that is not a shape and an efficiency is refused with its JSON path") {
-  Json doc = json_of(fixture("simumax-b200-excerpt.json"));
-  Json& table = doc["accelerator"]["op"]["matmul"]["accurate_efficient_factor"];
-  table["b=1, m=4096x, k=8192, n=2560, layout=TN, accumulate=False, out_dtype=bf16"] = 0.5;
-  CHECK_THROWS_WITH_AS(read_simumax_system(doc, "simumax.json"),
-                       doctest::Contains("/accelerator/op/matmul/accurate_efficient_factor/b=1, m=4096x"), InputError);
-  table.erase("b=1, m=4096x, k=8192, n=2560, layout=TN, accumulate=False, out_dtype=bf16");
-  table["b=1, m=4096, k=8192, n=2560, layout=TT, accumulate=False, out_dtype=bf16"] = 0.5;
-  CHECK_THROWS_WITH_AS(read_simumax_system(doc, "simumax.json"), doctest::Contains("\"layout\" must be TN"), InputError);
-  table.erase("b=1, m=4096, k=8192, n=2560, layout=TT, accumulate=False, out_dtype=bf16");
-  table["b=1, m=4096, k=8192, n=2560, layout=TN, accumulate=False, out_dtype=bf16"] = -1;
-  CHECK_THROWS_WITH_AS(read_simumax_system(doc, "simumax.json"), doctest::Contains("expected an efficiency above 0"), InputError);
-  doc["accelerator"]["op"]["matmul"]["tflops"] = "fast";
-  CHECK_THROWS_WITH_AS(read_simumax_system(doc, "simumax.json"), doctest::Contains("/accelerator/op/matmul/tflops"), InputError);
-}
-
-TEST_CASE("rates measured back to back calibrate a GPU with a sustained clock to predict exactly those rates") {
-  // b200.json holds isolated-call (burst) figures and sustained_compute_scale 0.853 on top. Rates
-  // timed back to back are sustained already: calibrate divides them by the scale, so the calibrated
-  // profile (which keeps the scale) prices each GEMM at its measured rate instead of 0.853 × it.
-  Diagnostics d;
-  SourceFile src{"test", data_dir(), &d, {}};
-  const GpuSpec b200 = *read_gpu(Json("b200"), "", src);
-  REQUIRE(b200.sustained_compute_scale == doctest::Approx(0.853));
-  GemmShapeModel truth;  // the sustained rates measured
-  truth.ceiling = 0.5;
-  truth.k_overhead = 200;
-  truth.tile_m = 256;
-  truth.tile_n = 128;
-  const double shapes[][3] = {{4096, 4096, 512}, {4096, 4096, 2048}, {8192, 7168, 7168}, {4096, 57344, 8192}, {16384, 16384, 1024}};
-  Json doc = {{"plumb_measurements", 1}, {"device", "SYNTHETIC B200"}, {"date", "2026-11-26"}, {"sustained", true}, {"gemm", Json::array()}};
-  for (const auto& s : shapes)
-    doc["gemm"].push_back({{"m", s[0]}, {"n", s[1]}, {"k", s[2]}, {"dtype", "bf16"},
-                           {"seconds", 2 * s[0] * s[1] * s[2] / (truth.efficiency(s[0], s[1], s[2], 1, 148) * 2250e12)}});
-  auto calibrated_with = [&](const Json& measurements) {
-    Calibration c = calibrate_gpu(profile_file("hw_profiles/gpus", "b200"), b200, {read_measurements(measurements, "b2b.json")});
-    GpuSpec g = *read_gpu(c.profile, "", src);
-    REQUIRE(d.empty());
-    return g;
-  };
-  const GpuSpec sustained = calibrated_with(doc);
-  CHECK(sustained.sustained_compute_scale == doctest::Approx(0.853));
-  for (const auto& s : shapes)
-    CHECK(sustained.gemm_efficiency_of(s[0], s[1], s[2], 1, MathDtype::bf16) * sustained.sustained_scale(MathDtype::bf16) ==
-          doctest::Approx(truth.efficiency(s[0], s[1], s[2], 1, 148)).epsilon(1e-3));  // the ceiling written to 3 places
-  CHECK(sustained.sources.at("gemm_model").find("divided by the profile's sustained_compute_scale 0.853") != std::string::npos);
-  // The same times not marked sustained are taken as burst rates, as before.
-  doc.erase("sustained");
-  const GpuSpec burst = calibrated_with(doc);
-  CHECK(burst.gemm_efficiency_of(4096, 57344, 8192, 1, MathDtype::bf16) == doctest::Approx(truth.efficiency(4096, 57344, 8192, 1, 148)));
 }
