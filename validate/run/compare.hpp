@@ -15,6 +15,9 @@ namespace plumb {
 struct RankComparison {
   double measured_busy = 0, predicted_busy = 0;      // seconds of the step the rank ran ops
   double measured_bubble = 0, predicted_bubble = 0;  // idle share of the step
+  // The rank's ops as measured over the same ops as predicted (each op's median × its runs a step):
+  // how far its kernels ran from the profile's prices, whatever the schedule did.
+  double op_time_ratio = 1;
 };
 
 struct OpComparison {
@@ -36,6 +39,13 @@ struct Comparison {
   std::string title;  // what ran where
   std::string profile;  // the GPU profile predicted with
   double measured_step = 0, predicted_step = 0;
+  // The miss split in two: the ops' own times (all ranks' measured op time over predicted), and the
+  // step plumb predicts when each rank's compute is scaled by its own ratio — what the schedule,
+  // dependencies and communication model make of the run's own op times. A bench and a run minutes
+  // apart on a machine whose speed drifts (a shared VM, a GPU's clock) miss by the first; a wrong
+  // schedule model misses by the second.
+  double op_time_ratio = 1;
+  double predicted_step_at_measured_ops = 0;
   std::vector<RankComparison> ranks;
   std::vector<OpComparison> ops;
   std::vector<KindComparison> kinds;
@@ -44,6 +54,7 @@ struct Comparison {
   std::int64_t ops_executed = 0;
   std::string order_difference;
   double error() const { return predicted_step / measured_step - 1; }
+  double error_at_measured_ops() const { return predicted_step_at_measured_ops / measured_step - 1; }
 };
 
 // Predicts with `gpu` when given (a calibrated profile), else with the bundled profile of the device
