@@ -292,8 +292,22 @@ TEST_CASE("context parallelism and ZeRO-3 add their communication where it belon
   const GpuSpec& gpu = z3.cluster.gpu;
   const double copy_out = (held.dense + held.expert) * 2.0 * 2.0 / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
   CHECK(d.stages[1].forward.compute() - z2.stages[1].forward.compute() == doctest::Approx(copy_out));
-  CHECK(d.stages[1].backward.compute() - z2.stages[1].backward.compute() == doctest::Approx(copy_out));
-  CHECK(d.stages[1].weight_grad.compute() == doctest::Approx(z2.stages[1].weight_grad.compute()));  // W gathers nothing
+  // And copies each backward's 16-bit gradients into its reduce-scatter's input, of the reduce dtype
+  // (this scenario's bf16: 2 bytes read, 2 written; torchtitan's fp32: 4 written), before the compute
+  // stream goes on: in the backward, and in a split schedule's W, which makes the gradients and gathers
+  // nothing.
+  CHECK(z3.training.optimizer.grads == 2.0);
+  const double copy_in = (held.dense + held.expert) * (2.0 + 2.0) / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  CHECK(d.stages[1].backward.compute() - z2.stages[1].backward.compute() == doctest::Approx(copy_out + copy_in));
+  CHECK(d.stages[1].weight_grad.compute() - z2.stages[1].weight_grad.compute() == doctest::Approx(copy_in));
+  CHECK(d.stages[1].input_grad.compute() - z2.stages[1].input_grad.compute() == doctest::Approx(copy_out));
+  // torchtitan reduces in fp32 (mixed_precision_reduce): 6 bytes a gradient.
+  const Job tt3 = scenario("published/torchtitan-h100-8b-fsdp8-sac.json");
+  const Job tt2 = scenario("published/torchtitan-h100-8b-fsdp8-sac.json", {"parallel.zero=2"});
+  CHECK(tt3.training.optimizer.grads == 4.0);
+  const StageParams tt_held = stage_params(tt3)[0];
+  const double tt_copy_in = (tt_held.dense + tt_held.expert) * (2.0 + 4.0) / (tt3.cluster.gpu.hbm_bandwidth * tt3.cluster.gpu.hbm_efficiency);
+  CHECK(step_costs(tt3).stages[0].weight_grad.compute() - step_costs(tt2).stages[0].weight_grad.compute() == doctest::Approx(tt_copy_in));
 }
 
 TEST_CASE("ZeRO-2 reduce-scatters every micro-batch's gradients; ZeRO-1 the accumulated ones once") {

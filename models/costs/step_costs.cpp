@@ -434,6 +434,16 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
       const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
       s.backward.background += scatter;
       s.weight_grad.background += scatter;
+      if (p.zero >= 3) {
+        // FSDP2 first copies the block's unsharded 16-bit gradients into the reduce-dtype input of its
+        // reduce-scatter (foreach_reduce: _chunk_cat, widening to fp32 in torchtitan's configs) and the
+        // compute stream waits for that copy before it frees them (PyTorch's _fsdp_collectives.py: in 2024
+        // on the reduce-scatter stream, the compute stream waiting on it; now on the compute stream
+        // itself). fp32 and bf16 reductions divide inside NCCL (ReduceOp.AVG): no separate divide pass.
+        const double copy_in = (held.dense + held.expert) * (weights + grads) / stream_rate;
+        s.backward.add_compute(copy_in);
+        s.weight_grad.add_compute(copy_in);
+      }
     }
     if (p.zero >= 3) {
       // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
