@@ -34,4 +34,12 @@ double reduction_floor(double top_k) {
   return kMegaMoeFirstCopySeconds + std::max(0.0, top_k - 1.0) * kSm100TmaLoadLatencySeconds;
 }
 
+std::array<double, 3> separate_path_memory_bytes(double tokens, double top_k, double ranks_reached, double hidden,
+                                                 double expert_ffn, bool fp8) {
+  const double low = fp8 ? 1.0 + 1.0 / 32.0 : 2.0;  // bytes an element of the GEMMs' inputs, scales included
+  const double copies = tokens * top_k;             // expert slots a rank fills (balanced routing)
+  return {(tokens * ranks_reached + copies) * hidden * low, copies * expert_ffn * (2.0 * 2.0 + low),
+          (copies + tokens) * hidden * 2.0};
+}
+
 }  // namespace plumb

@@ -8,6 +8,7 @@
 // with D, G, C one wave's dispatch, compute and combine; the kernel's serial setup and barriers (`fixed`)
 // are not overlapped; after the barrier that follows the last combine, the final top-k sum of the
 // returned copies (`reduction`) runs beside the workspace clean-up and the barrier that ends the kernel.
+#include <array>
 #include <cstdint>
 
 namespace plumb {
@@ -54,4 +55,17 @@ inline constexpr double kMegaMoeFirstCopySeconds = 3.0e-6;
 inline constexpr double kSm100TmaLoadLatencySeconds = 2088.0 / 1.965e9;
 double reduction_floor(double top_k);
 
+// The memory passes of the non-fused path the fused kernel is measured against, as DeepGEMM's MegaMoE
+// benchmark runs it (tests/test_mega_moe.py at 54e2261: DeepEP V2's dispatch and combine around two
+// grouped GEMMs and tilelang's SwiGLU): bytes of
+//  [0] DeepEP's dispatch copy epilogue (deep_ep impls/dispatch_copy_epilogue.cuh, dd758ca, `do_expand`):
+//      each token a rank received read once, written into each of its expert slots — FP8 with one
+//      UE8M0 scale per 32 channels, or bf16;
+//  [1] the SwiGLU with the routing weights applied, written as the down projection's FP8 input
+//      (swiglu_apply_weight_to_fp8: bf16 gate and up read, FP8 and its per-32 scales written), or bf16;
+//  [2] DeepEP's combine reduce epilogue (impls/combine_reduce_epilogue.cuh): each token's returned bf16
+//      copies, one per top-k slot, read and summed into one.
+// Per rank: `tokens` it holds, `ranks_reached` the ranks a token goes to on average; balanced routing.
+std::array<double, 3> separate_path_memory_bytes(double tokens, double top_k, double ranks_reached, double hidden,
+                                                 double expert_ffn, bool fp8);
 }  // namespace plumb

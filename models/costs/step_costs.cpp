@@ -164,11 +164,13 @@ class StageCoster {
     double fused = 0, unfused = 0;
     for (const LayerOp& op : ops)
       if (op.fused_moe) fused += seconds(op, 0);
+    // Its GEMMs (and the input's fp8 cast, timed on both sides); its memory passes are the baseline's.
+    const std::string input_cast = std::string(kExpertPrefix) + "fp8 quantize (gate+up projection input)";
     for (const LayerOp& op : separate)
-      if (routed_moe_op(op)) unfused += seconds(op, 0);
+      if (routed_moe_op(op) && (op.cls != OpClass::memory || op.name == input_cast)) unfused += seconds(op, 0);
     MoeWavesCost c = *waves_;
     c.forward = wave_pass(fused, true);
-    c.separate_forward = a2a_dispatch_ + unfused + a2a_bf16_;
+    c.separate_forward = a2a_dispatch_ + unfused + separate_memory_ + a2a_bf16_;
     return c;
   }
 
@@ -367,6 +369,7 @@ class StageCoster {
   double imbalance_ = 1.0;
   double expert_load_ = 1.0;
   double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
+  double separate_memory_ = 0;  // fused waves: the memory passes of the non-fused path beside them
   WavePipeline wave_forward_, wave_backward_;  // their compute filled in per pass
   std::optional<MoeWavesCost> waves_;
 
@@ -392,6 +395,10 @@ class StageCoster {
       w->end_barrier = kMegaMoeEndBarrierSeconds;
       w->combine = pairs * 2.0 * h * remote / link;
     }
+    const double ep = static_cast<double>(p.ep), load[] = {imbalance_, imbalance_, 1.0};
+    const auto baseline = separate_path_memory_bytes(tokens, k, ep * (1.0 - std::pow(1.0 - 1.0 / ep, k)), h, static_cast<double>(ffn),
+                                                     job_.training.precision == Precision::fp8);
+    for (std::size_t i = 0; i < baseline.size(); ++i) separate_memory_ += gpu.hbm_seconds(baseline[i] * load[i]) + gpu.kernel_overhead;
     wave_forward_.dispatch = pairs * (h + h / 32.0 + 4.0) * remote / link;
     wave_backward_.dispatch = pairs * 2.0 * h * remote / link;
     MoeWavesCost c;

@@ -38,7 +38,9 @@ struct StageCost {
 struct MoeWavesCost {
   WavePlan plan;
   WavePipeline forward;
-  double separate_forward = 0;       // dispatch, expert kernels and combine one after another
+  // Dispatch, expert kernels and combine one after another, as the fused kernel's own benchmark runs them
+  // (the all-to-alls as plumb prices them, the memory passes separate_path_memory_bytes's).
+  double separate_forward = 0;
   double flop_per_byte_bound = 0;    // 2 × expert width: the compute per NVLink byte overlap can hide
   double flop_per_byte = 0;          // what the GPU's compute rate over the link's bandwidth asks
 };
