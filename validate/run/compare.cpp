@@ -187,8 +187,10 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
   const std::vector<std::size_t> op_stage = stage_of_ops(run);
   std::vector<double> stage_measured(costs.stages.size(), 0), stage_predicted(costs.stages.size(), 0);
   for (const OpComparison& o : c.ops) {
-    stage_measured[op_stage[id.at(o.op)]] += o.measured * o.runs_per_step;
-    stage_predicted[op_stage[id.at(o.op)]] += o.predicted * o.runs_per_step;
+    const std::size_t s = op_stage[id.at(o.op)];
+    if (s >= stage_measured.size()) continue;  // the plan's stages are the costs' (stage_plans of one job)
+    stage_measured[s] += o.measured * o.runs_per_step;
+    stage_predicted[s] += o.predicted * o.runs_per_step;
   }
   auto ratio = [](double measured, double predicted) { return measured > 0 && predicted > 0 ? measured / predicted : 1.0; };
   std::vector<double> factor(costs.stages.size(), 1.0);
