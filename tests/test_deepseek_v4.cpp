@@ -109,8 +109,9 @@ TEST_CASE("MegaMoE on V4-Flash, EP8 on a B200: DeepGEMM's measured rows from the
   // and speedup over DeepEP dispatch + grouped GEMMs + combine. Priced from the b200 profile (grouped fp8
   // GEMMs from torchao's measurement, NVLink from the fabric), not fitted to these rows. The one-token
   // row has no TFLOP/s in the source. The speedups at 1 and 512 tokens (1.96×, 1.73×) hold ~60 µs in the
-  // baseline that plumb's separate path does not price and no source yet explains (not DeepEP's
-  // barriers: docs/fidelity.md), so those rows hold their times only.
+  // baseline that plumb's separate path does not price: not DeepEP's barriers, but the benchmark timing
+  // the baseline as a whole graph replay with no barrier between ranks (launch, node gaps, rank skew)
+  // and the fused kernel by its kernel time alone (docs/fidelity.md), so those rows hold their times only.
   struct Row {
     int tokens;
     double micros, tflops, speedup;
