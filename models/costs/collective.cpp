@@ -297,6 +297,8 @@ CollectiveLinks shared_links(const CollectiveLinks& links, int concurrent) {
   return l;
 }
 
+double groups_reached(double groups, double picks) { return groups * (1 - std::pow(1 - 1 / groups, picks)); }
+
 DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& g, const CollectiveLinks& l) {
   if (g.gpus < 1 || g.nodes < 1 || g.gpus % g.nodes != 0)
     throw std::invalid_argument(fmt::format("an EP group of {} GPUs cannot spread evenly over {} nodes", g.gpus, g.nodes));
@@ -305,8 +307,7 @@ DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& g, 
   // Nodes a token reaches: node-limited routing picks min(M, N) of them; otherwise every node that
   // holds one of k experts chosen uniformly: N·(1 − (1 − 1/N)^k). One of them is its own with
   // probability (nodes reached)/N, and that one costs no network hop.
-  double reached = d.max_nodes > 0 ? std::min(static_cast<double>(d.max_nodes), nodes)
-                                   : nodes * (1 - std::pow(1 - 1 / nodes, k));
+  double reached = d.max_nodes > 0 ? std::min(static_cast<double>(d.max_nodes), nodes) : groups_reached(nodes, k);
   double remote = reached * (1 - 1 / nodes);
   // Every expert copy then moves over NVLink unless its expert sits on the GPU it arrived at.
   double forwarded = k * (1 - 1 / per_node);

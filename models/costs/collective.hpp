@@ -86,5 +86,8 @@ struct DispatchCost {
   bool network_bound = true;
 };
 DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& ep_group, const CollectiveLinks& links);
+// How many of `groups` equal groups (nodes, EP ranks) a token reaches on average when it picks `picks`
+// distinct experts uniformly at random: groups · (1 − (1 − 1/groups)^picks).
+double groups_reached(double groups, double picks);
 
 }  // namespace plumb

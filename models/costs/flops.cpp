@@ -244,7 +244,7 @@ std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpC
       // cast run in the first GEMM's epilogue (DeepGEMM sm100_fp8_fp4_mega_moe.cuh): no HBM pass of
       // their own.
       op.fused_moe = routed_moe_op(op);
-      const bool absorbed = op.fused_moe && op.cls == OpClass::memory && op.name != std::string(kExpertPrefix) + "fp8 quantize (gate+up projection input)";
+      const bool absorbed = op.fused_moe && op.cls == OpClass::memory && !expert_input_cast(op);
       if (absorbed) {
         op.name += " (in the fused kernel)";
         op.flops = {0, 0, 0};

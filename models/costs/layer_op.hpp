@@ -112,6 +112,9 @@ struct OpContext {
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.
 inline constexpr std::string_view kExpertPrefix = "experts: ";
 inline bool expert_op(const LayerOp& op) { return op.name.rfind(kExpertPrefix, 0) == 0; }
+// The routed experts' input cast to fp8 (once per token, before dispatch): a fused MoE kernel takes its
+// input already in fp8, so the cast stays a kernel of its own on either path.
+inline bool expert_input_cast(const LayerOp& op) { return op.name == std::string(kExpertPrefix) + "fp8 quantize (gate+up projection input)"; }
 // The routed experts' ops and the token shuffles around them: what a fused MoE kernel replaces.
 inline bool routed_moe_op(const LayerOp& op) {
   return expert_op(op) || op.name == "permute (dispatch)" || op.name == "unpermute (combine)";

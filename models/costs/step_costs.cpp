@@ -165,9 +165,8 @@ class StageCoster {
     for (const LayerOp& op : ops)
       if (op.fused_moe) fused += seconds(op, 0);
     // Its GEMMs (and the input's fp8 cast, timed on both sides); its memory passes are the baseline's.
-    const std::string input_cast = std::string(kExpertPrefix) + "fp8 quantize (gate+up projection input)";
     for (const LayerOp& op : separate)
-      if (routed_moe_op(op) && (op.cls != OpClass::memory || op.name == input_cast)) unfused += seconds(op, 0);
+      if (routed_moe_op(op) && (op.cls != OpClass::memory || expert_input_cast(op))) unfused += seconds(op, 0);
     MoeWavesCost c = *waves_;
     c.forward = wave_pass(fused, true);
     c.separate_forward = a2a_dispatch_ + unfused + separate_memory_ + a2a_bf16_;
@@ -396,7 +395,7 @@ class StageCoster {
       w->combine = pairs * 2.0 * h * remote / link;
     }
     const double ep = static_cast<double>(p.ep), load[] = {imbalance_, imbalance_, 1.0};
-    const auto baseline = separate_path_memory_bytes(tokens, k, ep * (1.0 - std::pow(1.0 - 1.0 / ep, k)), h, static_cast<double>(ffn),
+    const auto baseline = separate_path_memory_bytes(tokens, k, groups_reached(ep, k), h, static_cast<double>(ffn),
                                                      job_.training.precision == Precision::fp8);
     for (std::size_t i = 0; i < baseline.size(); ++i) separate_memory_ += gpu.hbm_seconds(baseline[i] * load[i]) + gpu.kernel_overhead;
     wave_forward_.dispatch = pairs * (h + h / 32.0 + 4.0) * remote / link;

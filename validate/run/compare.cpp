@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <tuple>
 
 #include "models/input/catalogue.hpp"
@@ -101,7 +102,6 @@ std::string order_difference(const std::vector<std::vector<std::int32_t>>& measu
   return "";
 }
 
-
 // Per op of the plan (VirtualRun::op_names), its model stage (the names say "stage 2 · …").
 std::vector<std::size_t> stage_of_ops(const VirtualRun& run) {
   std::vector<std::size_t> stage(run.op_names.size(), 0);
@@ -192,24 +192,20 @@ Comparison compare_measured_run(const MeasuredFile& m, const std::optional<GpuSp
     stage_measured[s] += o.measured * o.runs_per_step;
     stage_predicted[s] += o.predicted * o.runs_per_step;
   }
-  auto ratio = [](double measured, double predicted) { return measured > 0 && predicted > 0 ? measured / predicted : 1.0; };
+  auto ratio = [](double took, double priced) { return took > 0 && priced > 0 ? took / priced : 1.0; };
   std::vector<double> factor(costs.stages.size(), 1.0);
   for (std::size_t s = 0; s < factor.size(); ++s) factor[s] = ratio(stage_measured[s], stage_predicted[s]);
   const ParallelLayout& l = run.job.layout;
-  double all_measured = 0, all_predicted = 0;
   for (std::size_t r = 0; r < ranks; ++r) {
-    double measured = 0, predicted = 0;
+    double took = 0, priced = 0;
     for (std::int64_t s : stages_of_rank(l.schedule, static_cast<std::int64_t>(r), l.pp, l.vp)) {
-      measured += stage_measured[static_cast<std::size_t>(s)];
-      predicted += stage_predicted[static_cast<std::size_t>(s)];
+      took += stage_measured[static_cast<std::size_t>(s)];
+      priced += stage_predicted[static_cast<std::size_t>(s)];
     }
-    c.ranks[r].op_time_ratio = ratio(measured, predicted);
+    c.ranks[r].op_time_ratio = ratio(took, priced);
   }
-  for (std::size_t s = 0; s < factor.size(); ++s) {
-    all_measured += stage_measured[s];
-    all_predicted += stage_predicted[s];
-  }
-  c.op_time_ratio = ratio(all_measured, all_predicted);
+  c.op_time_ratio = ratio(std::accumulate(stage_measured.begin(), stage_measured.end(), 0.0),
+                          std::accumulate(stage_predicted.begin(), stage_predicted.end(), 0.0));
   c.predicted_step_at_measured_ops = simulate_step(run.job, scaled_compute(costs, factor)).step_time;
   for (const char* kind : {"GEMM", "attention", "memory-bound"}) {
     KindComparison k{kind};

@@ -1,0 +1,139 @@
+// The training step under torchtitan's behaviours: its per-op recomputation, FSDP2 that keeps its
+// weights gathered, its sequence-parallel copies, its eager elementwise kernels and float8 all-gathers.
+#include <doctest/doctest.h>
+#include <map>
+
+#include "models/costs/collective.hpp"
+#include "models/costs/flops.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/spec/param_count.hpp"
+#include "step_fixtures.hpp"
+
+using namespace plumb;
+using namespace plumb::test;
+
+TEST_CASE("torchtitan's per-op recomputation: the shares of the fused GEMMs it runs again") {
+  // Every second matmul of wq, wk, wv, wo, w1, w3, w2: wk is 8 of the 32 + 2·8 heads' widths of Llama 3.1
+  // 8B's fused qkv projection, wo the whole out projection, w3 half of gate+up, w2 none of down.
+  Job job = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json");
+  REQUIRE(job.layout.recompute.alternate_matmuls);
+  const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
+  std::map<std::string, double> share;
+  for (const LayerOp& op : layer_ops(job.model, 0, ctx)) share[op.name] = recompute_share(op, job.layout.recompute, job.model.attention, true);
+  CHECK(share.at("qkv projection") == doctest::Approx(8.0 / 48.0));
+  CHECK(share.at("out projection") == 1.0);
+  CHECK(share.at("gate+up projection") == 0.5);
+  CHECK(share.at("down projection") == 0.0);
+  CHECK(share.at("core attention") == 0.0);  // SDPA is saved
+  CHECK(share.at("attention norm") == 1.0);
+  // Outside a transformer block the LM head's GEMM is not recomputed (the final norm is, as a norm).
+  for (const LayerOp& op : head_ops(job.model, ctx))
+    if (op.cls == OpClass::gemm) CHECK(recompute_share(op, job.layout.recompute, job.model.attention, false) == 0.0);
+}
+
+TEST_CASE("ZeRO-3 that keeps its weights gathered moves ZeRO-1's traffic: one gather and one reduce-scatter a step") {
+  Job job = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b.json");
+  REQUIRE(job.layout.zero == 3);
+  REQUIRE_FALSE(job.layout.reshard_after_forward);
+  const StageCost kept = step_costs(job).stages.front();
+  CHECK(kept.param_gather > 0);
+  CHECK(kept.grad_sync > 0);
+  CHECK(kept.forward.background == 0.0);
+  CHECK(kept.backward.background == 0.0);
+  job.layout.reshard_after_forward = true;  // per pass: gathers beside every forward and backward
+  const StageCost resharded = step_costs(job).stages.front();
+  CHECK(resharded.param_gather == 0.0);
+  CHECK(resharded.forward.background == doctest::Approx(kept.param_gather));
+  CHECK(resharded.backward.background > resharded.forward.background);  // its gather and its reduce-scatter
+}
+
+TEST_CASE("torchtitan's sequence-parallel collectives copy the gathered activation once each, on the compute stream") {
+  // PyTorch's functional collectives gather and scatter along dim 0, so DTensor's sequence-sharded
+  // activations are put in order by chunk + cat: each all-gather's output and each reduce-scatter's
+  // input read and written once more at the HBM rate (frameworks/torchtitan-2024-12.json's source).
+  const std::string file = "published/torchtitan-asynctp-8b-bf16-vanilla-tp.json";
+  const Job with = scenario(file), without = scenario(file, {"parallel.sequence_parallel_copies=false"});
+  REQUIRE(with.layout.sequence_parallel_copies);
+  const StepCosts ca = step_costs(with), cb = step_costs(without);
+  const StageCost &a = ca.stages[0], &b = cb.stages[0];
+  const GpuSpec& gpu = with.cluster.gpu;
+  const double bytes = 12.0 * 8192 * 4096 * 2;  // micro-batch 12 × sequence 8192 × hidden 4096, bf16
+  const double copy = 2 * bytes / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  // Two all-gathers and two reduce-scatters a layer each way (attention and MLP), 32 layers, and the
+  // gather of the final norm's output before the output head; the collectives themselves are unchanged.
+  CHECK(relative(a.forward.compute() - b.forward.compute(), (32 * 4 + 1) * copy) < 1e-9);
+  CHECK(relative(a.input_grad.compute() - b.input_grad.compute(), (32 * 4 + 1) * copy) < 1e-9);
+  CHECK(relative(a.forward.comm(CommKind::tp), b.forward.comm(CommKind::tp)) < 1e-12);
+  // Megatron-LM's collectives write the layout the GEMMs read: no copies.
+  CHECK_FALSE(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").layout.sequence_parallel_copies);
+}
+
+TEST_CASE("torchtitan without torch.compile runs its elementwise ops as eager PyTorch kernels, with their bytes") {
+  // frameworks/torchtitan-2024-12.json: bytes per output element of each op's eager chain (RMSNorm 36
+  // forward, RoPE's fp32 complex multiply 20, silu and mul 10, ...); repeat_kv copies K and V to every
+  // query head. Llama 3 8B: hidden 4096, 32 query heads and 8 KV heads of 128, FFN 14336.
+  const std::string file = "published/torchtitan-h100-8b-fsdp8-sac.json";
+  const Job eager = scenario(file), compiled = scenario(file, {"training.compile=true"});
+  REQUIRE(eager.training.eager() != nullptr);
+  REQUIRE(compiled.training.eager() == nullptr);
+  auto op = [](const std::vector<LayerOp>& ops, const std::string& name) -> const LayerOp* {
+    for (const LayerOp& o : ops)
+      if (o.name == name) return &o;
+    return nullptr;
+  };
+  const OpContext ce = op_context(eager.layout, eager.training, eager.cluster.gpu);
+  const OpContext cc = op_context(compiled.layout, compiled.training, compiled.cluster.gpu);
+  const std::vector<LayerOp> e = layer_ops(eager.model, 0, ce), c = layer_ops(compiled.model, 0, cc);
+  const double T = 2 * 8192, h = 4096, q = 4096, kv = 1024, f = 14336;
+  REQUIRE(op(e, "attention norm"));
+  CHECK(op(e, "attention norm")->bytes[0] == doctest::Approx(T * h * 36));
+  CHECK(op(e, "attention norm")->bytes[1] == doctest::Approx(T * h * 104));  // + the sum of wq, wk, wv's gradients
+  CHECK(op(e, "MLP norm")->bytes[1] == doctest::Approx(T * h * 98));
+  CHECK(op(e, "RoPE")->bytes[0] == doctest::Approx(T * (q + kv) * 20));
+  CHECK(op(e, "SwiGLU")->bytes[0] == doctest::Approx(T * f * 10));
+  CHECK(op(e, "SwiGLU")->bytes[1] == doctest::Approx(T * f * 18));
+  CHECK(op(e, "residual add")->bytes[1] == doctest::Approx(T * h * 6));
+  REQUIRE(op(e, "K/V repeat"));
+  CHECK(op(e, "K/V repeat")->bytes[0] == doctest::Approx(T * (2 * kv + 2 * q) * 2));
+  // Compiled, each chain is one fused pass: the norm reads and writes the activation once, RoPE its
+  // q and k, and the K/V copies are gone (Inductor feeds attention the expanded view).
+  CHECK(op(c, "attention norm")->bytes[0] == doctest::Approx(T * h * 4));
+  CHECK(op(c, "RoPE")->bytes[0] == doctest::Approx(T * (q + kv) * 4));
+  CHECK(op(c, "SwiGLU")->bytes[0] == doctest::Approx(T * f * 6));
+  CHECK(op(c, "K/V repeat") == nullptr);
+  // The step: the eager forward is slower by exactly the extra bytes at the HBM rate (and one more
+  // kernel's overhead, which this profile does not have).
+  double extra = 0;
+  for (const LayerOp& o : e) extra += o.bytes[0];
+  for (const LayerOp& o : c) extra -= o.bytes[0];
+  const StepCosts se = step_costs(eager), sc = step_costs(compiled);
+  const double layers = static_cast<double>(eager.model.layers);
+  double head_extra = T * h * (36 - 4);  // the final norm
+  CHECK(relative(se.stages[0].forward.compute() - sc.stages[0].forward.compute(),
+                 eager.cluster.gpu.hbm_seconds(layers * extra + head_extra)) < 1e-9);
+  // Megatron-LM's profile has no eager figures: its ops are Transformer Engine's fused kernels.
+  CHECK(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").training.eager() == nullptr);
+}
+
+TEST_CASE("torchtitan's float8 tensorwise TP gathers fp8: each sequence-parallel all-gather moves half the bytes") {
+  // torchtitan (f6a9daa, 820504e parallelize_llama.py) uses torchao's Float8ColwiseParallel /
+  // Float8RowwiseParallel for tensorwise float8: the column-parallel input is cast before its forward
+  // all-gather, the row-parallel output gradient before its backward one; reduce-scatters stay bf16.
+  const std::string file = "published/torchtitan-asynctp-8b-float8-tensorwise-vanilla-tp.json";
+  const Job fp8 = scenario(file), bf16 = scenario(file, {"parallel.fp8_all_gathers=false"});
+  REQUIRE(fp8.layout.fp8_all_gathers);
+  const StepCosts ca = step_costs(fp8), cb = step_costs(bf16);
+  const StageCost &a = ca.stages[0], &b = cb.stages[0];
+  const CollectiveLinks links = CollectiveLinks::of(fp8.cluster.gpu, fp8.cluster.fabric);
+  const double bytes = 12.0 * 8192 * 4096 * 2;  // micro-batch 12 × sequence 8192 × hidden 4096, bf16
+  auto gather = [&](double x) { return collective_cost(CollectiveOp::all_gather, x, {8, 1}, links).seconds; };
+  const double saved = gather(bytes) - gather(bytes / 2);
+  // Forward: two gathers a layer (attention and MLP inputs) and the head's; their DTensor copies halve too.
+  const double gathers = 32 * 2 + 1;
+  CHECK(relative(b.forward.comm(CommKind::tp) - a.forward.comm(CommKind::tp), gathers * saved) < 1e-9);
+  CHECK(relative(b.forward.compute() - a.forward.compute(), gathers * fp8.cluster.gpu.hbm_seconds(bytes)) < 1e-9);
+  // Backward: the two output-gradient gathers of each layer (attention out and MLP down projections).
+  CHECK(relative(b.input_grad.comm(CommKind::tp) - a.input_grad.comm(CommKind::tp), 32 * 2 * saved) < 1e-9);
+  // Only with fp8 and sequence parallelism.
+  CHECK_THROWS_AS(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json", {"parallel.fp8_all_gathers=true"}), InputError);
+}
