@@ -172,6 +172,14 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered (FSDP2 reshard_after_forward=F
   const OptimizerBytes adam;
   CHECK(model_state_bytes(psi, 3, 64, 2.0, adam).total() / 1e9 == doctest::Approx(1.875));
   CHECK(model_state_bytes(psi, 3, 64, 2.0, adam, false).total() / 1e9 == doctest::Approx((4 * psi + 14 * psi / 64) / 1e9));
+  // Over several micro-batches with fp32 reductions, FSDP2 upcasts the whole gradients and accumulates them
+  // in fp32 (FSDPParam.to_accumulated_grad_if_needed): 4Ψ of them instead of 2Ψ; with bf16 reductions, or
+  // one micro-batch (reduced straight from bf16), they stay 2Ψ.
+  const OptimizerBytes fp32_reduce{.grads = 4};
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce, false, 8).grads == doctest::Approx(4 * psi + 4 * psi / 64));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce, false, 1).grads == doctest::Approx(2 * psi + 4 * psi / 64));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, adam, false, 8).grads == doctest::Approx(2 * psi + 2 * psi / 64));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce, true, 8).grads == doctest::Approx(4 * psi / 64));  // resharded
   // torchtitan's loss: F.cross_entropy over a .float() copy of the logits holds 12 bytes per vocabulary
   // entry and token at its backward, 8 more than the fp32 logits the activations count: Llama 3.1 8B,
   // micro-batch 2 × 8192 tokens, vocabulary 128,256, one GPU per replica.

@@ -1,9 +1,10 @@
 // The training step under torchtitan's behaviours: its per-op recomputation, FSDP2 that keeps its
-// weights gathered, its sequence-parallel copies, its eager elementwise kernels and float8 all-gathers.
+// weights gathered (and its gradients accumulated whole), its sequence-parallel copies, its eager elementwise kernels and float8 all-gathers.
 #include <doctest/doctest.h>
 #include <map>
 
 #include "models/costs/collective.hpp"
+#include "models/costs/data_parallel_terms.hpp"
 #include "models/costs/flops.hpp"
 #include "models/costs/op_cost.hpp"
 #include "models/spec/param_count.hpp"
@@ -45,6 +46,30 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered moves ZeRO-1's traffic: one ga
   CHECK(resharded.param_gather == 0.0);
   CHECK(resharded.forward.background == doctest::Approx(kept.param_gather));
   CHECK(resharded.backward.background > resharded.forward.background);  // its gather and its reduce-scatter
+}
+
+TEST_CASE("FSDP2 kept gathered accumulates each backward's gradients whole, in fp32, on the compute stream") {
+  // Per step, in bytes per parameter: one micro-batch copies its bf16 gradients into the fp32 reduce-scatter
+  // input (2 + 4); with m of them the first is upcast (2 + 4), each later one added in (4 + 2 + 4), and the
+  // sum copied into the input after the last (4 + 4). With bf16 reductions no upcast: the later ones are
+  // autograd's in-place additions (2 + 2 + 2), then the copy (2 + 2).
+  CHECK(unsharded_accumulation_bytes(4, 1) == 6.0);
+  CHECK(unsharded_accumulation_bytes(4, 8) == doctest::Approx((6.0 + 7 * 10.0 + 8.0) / 8));
+  CHECK(unsharded_accumulation_bytes(2, 8) == doctest::Approx((7 * 6.0 + 4.0) / 8));
+  // torchtitan's 405B under PP (8 micro-batches, fp32 reductions): every backward and W pass carries its
+  // share over the stage's parameters at the HBM rate; the forward carries none.
+  const std::string file = "published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b.json";
+  const Job job = scenario(file);
+  REQUIRE(job.microbatches() == 8);
+  Job plain = job;
+  plain.layout.zero = 1;  // the same traffic once per step, no FSDP2 passes
+  const StageCost kept = step_costs(job).stages[1], zero1 = step_costs(plain).stages[1];
+  const StageParams held = stage_params(job)[1];
+  const GpuSpec& gpu = job.cluster.gpu;
+  const double pass = (held.dense + held.expert) * unsharded_accumulation_bytes(4, 8) / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  CHECK(relative(kept.backward.compute() - zero1.backward.compute(), pass) < 1e-9);
+  CHECK(relative(kept.weight_grad.compute() - zero1.weight_grad.compute(), pass) < 1e-9);
+  CHECK(kept.forward.compute() == doctest::Approx(zero1.forward.compute()));
 }
 
 TEST_CASE("torchtitan's sequence-parallel collectives copy the gathered activation once each, on the compute stream") {

@@ -323,4 +323,9 @@ DispatchCost moe_dispatch_cost(const DispatchShape& d, const GroupPlacement& g, 
   return c;
 }
 
+double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& group, const CollectiveLinks& links) {
+  if (group.gpus <= 1 || bytes <= 0) return 0;
+  return collective_cost(op, bytes, group, links).seconds;
+}
+
 }  // namespace plumb

@@ -64,6 +64,10 @@ CollectiveCost collective_cost(CollectiveOp op, double bytes, const GroupPlaceme
                                CollectiveAlgo algo = CollectiveAlgo::automatic,
                                std::optional<Protocol> protocol = std::nullopt);
 
+// Seconds of `op` moving `bytes` over `group` at its automatic algorithm: zero when the group is one GPU
+// or nothing moves.
+double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& group, const CollectiveLinks& links);
+
 // Collectives that run at the same time on the same GPUs share their links (max-min fair, as the
 // flow-level network shares them): each sees 1/`concurrent` of NVLink and of the NICs.
 CollectiveLinks shared_links(const CollectiveLinks& links, int concurrent);

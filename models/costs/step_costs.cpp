@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "models/costs/collective.hpp"
+#include "models/costs/data_parallel_terms.hpp"
 #include "models/costs/muon_cost.hpp"
 #include "models/memory/memory.hpp"
 #include "models/costs/op_cost.hpp"
@@ -109,11 +110,6 @@ Groups groups_of(const ParallelLayout& layout, const Cluster& cluster) {
   one(g.dp, layout.dp);
   one(g.edp, layout.edp());
   return g;
-}
-
-double collective_seconds(CollectiveOp op, double bytes, const GroupPlacement& g, const CollectiveLinks& links) {
-  if (g.gpus <= 1 || bytes <= 0) return 0;
-  return collective_cost(op, bytes, g, links).seconds;
 }
 
 class StageCoster {
@@ -284,16 +280,11 @@ class StageCoster {
 
   // Gradient reduction (op) or parameter gather of `dense`/`expert` elements of `bytes` each, over the
   // dense and expert data-parallel groups (DualPipe: each stage's two mirror ranks join its group).
-  double data_parallel(CollectiveOp op, const StageParams& p, double bytes) const {
-    return dense_data_parallel(op, p.dense * bytes) + expert_data_parallel(op, p.expert * bytes);
-  }
-  double dense_data_parallel(CollectiveOp op, double bytes) const {
+  // Where the data-parallel collectives run: dense parameters over DP times CP, experts over expert DP.
+  DataParallelGroups data_parallel_groups() const {
     GroupPlacement dense = groups_.dp;
     if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);
-    return collective_seconds(op, bytes, mirrored(dense), groups_.links);
-  }
-  double expert_data_parallel(CollectiveOp op, double bytes) const {
-    return collective_seconds(op, bytes, mirrored(groups_.edp), groups_.links);
+    return {mirrored(dense), mirrored(groups_.edp), groups_.links};
   }
 
  private:
@@ -419,76 +410,6 @@ void add_blocking_sends(StageCost& s, const StagePlan& sp, std::int64_t stages) 
   }
 }
 
-// A stage's data-parallel traffic under its ZeRO stage, and its share of the optimizer update
-// (`update_bytes` per parameter, streamed at `stream_rate` bytes/s).
-void add_data_parallel_terms(StageCost& s, const StageParams& held, const ParallelLayout& p, const StageCoster& coster,
-                             double grads, double update_bytes, double stream_rate, const MuonStageCost* muon) {
-  const double weights = 2.0;  // parameters are gathered in bf16
-  if (p.zero >= 3 && !p.reshard_after_forward) {
-    // FSDP2 with reshard_after_forward=False (torchtitan under pipeline parallelism): the weights are
-    // gathered once and kept, the gradients accumulated unsharded and reduce-scattered after the last
-    // micro-batch — ZeRO-1's traffic.
-    s.grad_sync = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
-    s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-  } else {
-    if (p.zero >= 2) {
-      // Stages 2 and 3 keep only their shard of the accumulated gradients, so each micro-batch's
-      // gradients are reduce-scattered as its backward makes them, not once per step ("gradient
-      // reduction is required after every backward because of gradient partitioning", DeepSpeed
-      // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
-      // carries it: the full backward, or a zero-bubble schedule's W half.
-      const double scatter = coster.data_parallel(CollectiveOp::reduce_scatter, held, grads);
-      s.backward.background += scatter;
-      s.weight_grad.background += scatter;
-      if (p.zero >= 3) {
-        // FSDP2 first copies the block's unsharded 16-bit gradients into the reduce-dtype input of its
-        // reduce-scatter (foreach_reduce: _chunk_cat, widening to fp32 in torchtitan's configs) and the
-        // compute stream waits for that copy before it frees them (PyTorch's _fsdp_collectives.py: in 2024
-        // on the reduce-scatter stream, the compute stream waiting on it; now on the compute stream
-        // itself). fp32 and bf16 reductions divide inside NCCL (ReduceOp.AVG): no separate divide pass.
-        const double copy_in = (held.dense + held.expert) * (weights + grads) / stream_rate;
-        s.backward.add_compute(copy_in);
-        s.weight_grad.add_compute(copy_in);
-      }
-    }
-    if (p.zero >= 3) {
-      // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
-      const double gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-      s.forward.background += gather;
-      s.input_grad.background += gather;
-      s.backward.background += gather;
-      // Each gathered block is unpacked on the compute stream (PyTorch FSDP2 foreach_all_gather_copy_out:
-      // split_with_sizes_copy from the flat all-gather output into the unsharded parameters): the
-      // gathered weights read and written once per gather.
-      const double copy_out = (held.dense + held.expert) * weights * 2.0 / stream_rate;
-      for (Pass* pass : {&s.forward, &s.input_grad, &s.backward}) pass->add_compute(copy_out);
-    } else {
-      if (p.zero <= 1) {  // the accumulated gradients, once per step
-        const CollectiveOp reduce = p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-        s.grad_sync = coster.data_parallel(reduce, held, grads);
-        if (muon && muon->bf16_expert_grads)  // DeepSeek-V4 §2.4: BF16 expert gradients by all-to-all, summed locally in FP32
-          s.grad_sync = coster.dense_data_parallel(reduce, held.dense * grads) +
-                        coster.expert_data_parallel(CollectiveOp::all_to_all, held.expert * 2.0);
-      }
-      if (p.zero >= 1) s.param_gather = coster.data_parallel(CollectiveOp::all_gather, held, weights);
-    }
-  }
-  double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
-  double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
-  if (!muon) {
-    s.optimizer = (dense_share + expert_share) * update_bytes / stream_rate;
-    return;
-  }
-  // Muon: what stays on AdamW is sharded elementwise; the matrices are updated whole, the busiest rank's
-  // bucket (one momentum buffer instead of two moments), after their Newton–Schulz iterations.
-  const StageParams matrices{muon->plan.dense.params, muon->plan.expert.params};
-  dense_share = p.zero >= 1 ? (held.dense - matrices.dense) / static_cast<double>(p.dense_dp_shards()) : held.dense - matrices.dense;
-  expert_share = p.zero >= 1 ? (held.expert - matrices.expert) / static_cast<double>(p.edp()) : held.expert - matrices.expert;
-  const double buckets = muon->plan.dense.bucket_params + muon->plan.expert.bucket_params;
-  s.newton_schulz = muon->newton_schulz_seconds;
-  s.optimizer = ((dense_share + expert_share) * update_bytes + buckets * muon->update_bytes) / stream_rate + s.newton_schulz;
-}
-
 }  // namespace
 
 LayerTimes layer_times(const Job& job, std::int64_t layer) {
@@ -526,7 +447,12 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const std::vector<StageParams> params = stage_params(job);
   const std::vector<MuonStageCost> muon = muon_stage_costs(job);
   const TrainingSpec& t = job.training;
-  const double update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments + weight_bytes(t.precision);
+  const DataParallelGroups dp_groups = coster.data_parallel_groups();
+  const DataParallelRates dp_rates{
+      .grads = t.optimizer.grads,
+      .update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments + weight_bytes(t.precision),
+      .stream_rate = job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency,
+      .microbatches = job.microbatches()};
   const double p2p = coster.p2p();
   const std::vector<StagePlan> plans = stage_plans(job.layout, job.model.mtp_depth);
   // Stages with the same layers in the same order (every middle stage, usually) share their passes.
@@ -556,8 +482,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
     StageCost s = same->second;
     s.p2p = p2p;
     if (!p.overlap_p2p && s.p2p > 0) add_blocking_sends(s, sp, static_cast<std::int64_t>(p.stage_layers.size()));
-    add_data_parallel_terms(s, params[static_cast<std::size_t>(sp.index)], p, coster, t.optimizer.grads, update_bytes,
-                            job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency,
+    add_data_parallel_terms(s, params[static_cast<std::size_t>(sp.index)], p, dp_groups, dp_rates,
                             muon.empty() ? nullptr : &muon[static_cast<std::size_t>(sp.index)]);
     out.stages.push_back(std::move(s));
   }

@@ -9,13 +9,18 @@
 
 namespace plumb {
 
+double accumulated_grad_bytes(double reduce_bytes, std::int64_t microbatches) {
+  return microbatches > 1 ? std::max(2.0, reduce_bytes) : 2.0;
+}
+
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
-                                  const OptimizerBytes& optimizer, bool resharded) {
+                                  const OptimizerBytes& optimizer, bool resharded, std::int64_t microbatches) {
   double n = static_cast<double>(shards);
   ModelStateBytes b;
   const bool gathered = zero >= 3 && !resharded;
   b.params = params * weight_bytes / (zero >= 3 && resharded ? n : 1.0);
-  b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) + (gathered ? params * 2.0 : 0.0);
+  b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) +
+            (gathered ? params * accumulated_grad_bytes(optimizer.grads, microbatches) : 0.0);
   b.optimizer = params * optimizer.states() / (zero >= 1 ? n : 1.0);
   return b;
 }
@@ -202,9 +207,10 @@ MemoryPlan plan_memory(const Job& job) {
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     double wb = weight_bytes(job.training.precision);
-    ModelStateBytes dense =
-        model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer, p.reshard_after_forward);
-    ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer, p.reshard_after_forward);
+    ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer,
+                                              p.reshard_after_forward, plan.microbatches);
+    ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer,
+                                               p.reshard_after_forward, plan.microbatches);
     rank.params_bytes = dense.params + expert.params;
     rank.grads_bytes = dense.grads + expert.grads;
     rank.optimizer_bytes = dense.optimizer + expert.optimizer;

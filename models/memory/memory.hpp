@@ -18,10 +18,21 @@ struct ModelStateBytes {
   double total() const { return params + grads + optimizer; }
 };
 // `resharded` false (ZeRO-3 keeping the weights gathered through the step, FSDP2's
-// reshard_after_forward=False): the 16-bit weights whole, and the 16-bit gradients whole beside the
-// shard of `optimizer.grads` they are reduce-scattered into.
+// reshard_after_forward=False): the 16-bit weights whole, and the gradients whole
+// (accumulated_grad_bytes each over a step of `microbatches`) beside the shard of `optimizer.grads`
+// they are reduce-scattered into.
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
-                                  const OptimizerBytes& optimizer, bool resharded = true);
+                                  const OptimizerBytes& optimizer, bool resharded = true,
+                                  std::int64_t microbatches = 1);
+
+// Bytes per gradient that FSDP2 holds whole between a step's micro-batches when it reduce-scatters only
+// after the last (gradient sync off, as PyTorch's pipelining stages set it for every backward but the
+// last): autograd makes them in bf16, and FSDP2's post-backward upcasts them to the reduce dtype and
+// accumulates there (FSDPParamGroup.post_backward with reduce_grads false calls
+// FSDPParam.to_accumulated_grad_if_needed: `unsharded_grad.to(self.reduce_dtype)`; later backwards
+// accumulate_unsharded_grad_if_needed adds the new bf16 gradient into it) — `reduce_bytes` when wider
+// than bf16 and the step has more than one micro-batch, else bf16's 2.
+double accumulated_grad_bytes(double reduce_bytes, std::int64_t microbatches);
 
 struct RankMemory {
   std::int64_t pp_rank = 0;
