@@ -151,6 +151,17 @@ TEST_CASE("torchtitan's per-op selective checkpointing: what a Llama block keeps
   set.recompute.alternate_matmuls = set.recompute.norms = set.recompute.activation = true;
   const double h = 4096, kv = 8 * 128, f = 14336, heads = 32;
   CHECK(layer_bytes_per_token(m, 0, set) == doctest::Approx(2 * (h + h + kv + h + f + h) + 4 * heads));
+  // w2's output is kept only because eager SAC caches every saved op's output; compiled, the partitioner
+  // keeps what the backward reads, and no backward reads it.
+  ActivationSettings compiled = set;
+  compiled.compiled = true;
+  CHECK(layer_bytes_per_token(m, 0, compiled) == doctest::Approx(2 * (h + h + kv + h + f) + 4 * heads));
+  // Under sequence-parallel TP, eager SAC caches w2's whole-sequence partial sum and both reduce-scatters'
+  // outputs (reduce_scatter_tensor is in the save list): h + 2h/t more than compiled.
+  ActivationSettings tp = set, tp_compiled = compiled;
+  tp.tp = tp_compiled.tp = 8;
+  tp.sequence_parallel = tp_compiled.sequence_parallel = true;
+  CHECK(layer_bytes_per_token(m, 0, tp) - layer_bytes_per_token(m, 0, tp_compiled) == doctest::Approx(2 * (h + 2 * h / 8)));
   // A save list without aten.mm (recompute matmuls): every matmul recomputed, x, SDPA's output and its
   // log-sum-exp kept.
   set.recompute.matmuls = true;
@@ -207,13 +218,28 @@ TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once,
   CHECK(r.recompute_working_bytes == doctest::Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)) - 2 * sbh));
   // The loss's buffers are freed before the last layer's backward reruns its forward: the larger counts.
   CHECK(r.transient_bytes() == doctest::Approx(std::max(r.recompute_working_bytes, r.loss_transient_bytes)));
-  CHECK(r.other_bytes() == doctest::Approx(r.cuda_context_bytes + r.workspace_bytes + r.zero3_prefetch_bytes +
+  CHECK(r.other_bytes() == doctest::Approx(r.cuda_context_bytes + r.workspace_bytes + r.zero3_prefetch_bytes + r.zero3_root_bytes +
                                            r.reserved_bytes + r.transient_bytes()));
   // Nothing recomputed, nothing rebuilt; selective recomputation rebuilds the core attention only.
   const Job none = scenario("published/korthikanti-2022-22b-full-recompute", {"parallel.recompute=none"});
   CHECK(plan_memory(none).ranks.front().recompute_working_bytes == 0.0);
   const Job selective = scenario("published/korthikanti-2022-22b-full-recompute", {"parallel.recompute=selective"});
   CHECK(plan_memory(selective).ranks.front().recompute_working_bytes == doctest::Approx(sbh * 5 * a * s / (h * t)));
+}
+
+TEST_CASE("FSDP2's root unit: torchtitan's embedding, final norm and head stay gathered through the step") {
+  // Llama 3.1 8B on FSDP8 (torchtitan): 128,256 × 4096 embedding and head and a 4096 norm, gathered in bf16.
+  const Job job = scenario("published/torchtitan-h100-8b-fsdp8-sac");
+  REQUIRE(job.layout.fsdp_root_gathered);
+  const double outside = 2 * 128256.0 * 4096 + 4096;
+  CHECK(plan_memory(job).ranks.front().zero3_root_bytes == doctest::Approx(2 * outside));
+  // Under pipeline parallelism every stage is kept gathered already (its root included); without the
+  // root unit they are gathered per pass like the blocks.
+  CHECK(plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b")).ranks.front().zero3_root_bytes == 0.0);
+  const Job per_pass = scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_root_gathered=false"});
+  CHECK(plan_memory(per_pass).ranks.front().zero3_root_bytes == 0.0);
+  CHECK(plan_memory(job).ranks.front().total_bytes() - plan_memory(per_pass).ranks.front().total_bytes() ==
+        doctest::Approx(2 * outside));
 }
 
 TEST_CASE("FSDP's reduce-scatter of a block's gradients: an fp32 copy and its shard beside the backward") {

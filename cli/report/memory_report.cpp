@@ -75,6 +75,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                       {"other", {{"cuda_context_bytes", r.cuda_context_bytes},
                                  {"workspace_bytes", r.workspace_bytes},
                                  {"zero3_prefetch_bytes", r.zero3_prefetch_bytes},
+                                 {"zero3_root_bytes", r.zero3_root_bytes},
                                  {"reserved_bytes", r.reserved_bytes},
                                  {"loss_transient_bytes", r.loss_transient_bytes},
                                  {"recompute_working_bytes", r.recompute_working_bytes},

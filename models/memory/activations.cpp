@@ -128,6 +128,21 @@ void add_mlp_body(MlpKind kind, double f, Shard ffn_shard, Storage act_in, std::
   t.push_back({"down-projection input (activation output)", f, Storage::gemm_input, ffn_shard, Drop::activation});
 }
 
+// Eager selective checkpointing caches the output of every op its policy saves, needed or not (PyTorch
+// torch/utils/checkpoint.py _CachingTorchDispatchMode stores each MUST_SAVE output; CheckpointPolicy's
+// docstring: such a policy "would save additional tensors not limited to ones that are actually needed for
+// gradient computation"). torchtitan's per-op policy saves w2's output (the seventh matmul, whole on each
+// TP rank before its reduction) and, under sequence-parallel TP, both reduce-scatters' outputs: no
+// backward reads them. Compiled, the min-cut partitioner saves only values the backward reads
+// (torch/_functorch/partitioners.py solve_min_cut: a node with no path to the backward is never cut), so
+// none of these.
+void add_policy_cache(const ActivationSettings& s, double h, std::vector<SavedTensor>& t) {
+  if (!s.recompute.alternate_matmuls || s.recompute.matmuls || s.compiled) return;
+  t.push_back({"down projection output (cached by the per-op policy)", h, Storage::bf16, Shard::replicated, Drop::never});
+  if (s.tp > 1 && s.sequence_parallel)
+    t.push_back({"reduce-scatter outputs (cached by the per-op policy)", 2 * h, Storage::bf16, Shard::sp, Drop::never});
+}
+
 }  // namespace
 
 ActivationSettings ActivationSettings::of(const ParallelLayout& layout, const TrainingSpec& training) {
@@ -139,6 +154,7 @@ ActivationSettings ActivationSettings::of(const ParallelLayout& layout, const Tr
   s.fp8_gemm_inputs = training.fp8_gemm_inputs;
   s.fp8_swiglu_inputs = training.fp8_swiglu_inputs;
   s.kernel = training.attention_kernel;
+  s.compiled = training.compiled;
   s.seq_local = training.seq_len / layout.cp;
   return s;
 }
@@ -167,9 +183,7 @@ std::vector<SavedTensor> layer_tensors(const ModelSpec& m, std::int64_t layer, c
                    Storage::swiglu_input, t);
   }
   if (m.dropout) t.push_back({"MLP residual dropout mask", h, Storage::mask, Shard::sp, Drop::never});
-  // torchtitan's per-op policy saves w2's output too (the seventh matmul), though no backward needs it.
-  if (s.recompute.alternate_matmuls && !s.recompute.matmuls)
-    t.push_back({"down projection output (saved by the per-op policy)", h, Storage::bf16, Shard::sp, Drop::never});
+  add_policy_cache(s, h, t);
   return t;
 }
 

@@ -40,6 +40,7 @@ struct ActivationSettings {
   bool fp8_swiglu_inputs = false;
   AttentionKernel kernel = AttentionKernel::flash;
   std::int64_t seq_local = 1;  // sequence length per rank after context parallelism
+  bool compiled = false;       // torch.compile'd blocks: the partitioner saves what the backward reads
 
   static ActivationSettings of(const ParallelLayout& layout, const TrainingSpec& training);
 };

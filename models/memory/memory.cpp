@@ -90,6 +90,7 @@ struct HeldParams {
   double expert = 0;
   double largest_layer = 0;  // what ZeRO-3 gathers at once, after TP/EP sharding
   double largest_recomputed = 0;  // bytes per token the costliest held layer's backward rebuilds
+  double outside_blocks = 0;      // of `dense`: the embedding, final norm and head, outside the blocks
 };
 
 HeldParams params_of_stage(const Job& job, const ModelShare& share, const StagePlan& s, bool holds_first_stage) {
@@ -105,12 +106,14 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
     held.largest_recomputed = std::max(held.largest_recomputed, layer.recomputed_bytes_per_token);
   };
   for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(share.layer(m, l));
+  const double in_blocks = held.dense;
   if (s.embedding) held.dense += counts.embedding / tp + counts.position;
   if (s.head) {
     held.dense += counts.final_norm;
     // A tied head needs the embedding on the last stage too, unless the same rank already holds it.
     held.dense += (m.tied_embeddings ? (holds_first_stage ? 0.0 : counts.embedding) : counts.head) / tp;
   }
+  held.outside_blocks = held.dense - in_blocks;
   for (std::int64_t k = 0; k < s.mtp_modules; ++k) {
     add_layer(share.layer(m, m.mtp_layer()));
     held.dense += 2.0 * h * h / tp + (mtp_module_extra_params(m) - 2.0 * h * h);  // projection split over TP
@@ -196,7 +199,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
     rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
-    double largest_layer = 0, largest_recomputed = 0;
+    double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0;
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
       HeldParams held = params_of_stage(job, share, s, holds_first);
@@ -204,6 +207,7 @@ MemoryPlan plan_memory(const Job& job) {
       rank.expert_params += held.expert;
       largest_layer = std::max(largest_layer, held.largest_layer);
       largest_recomputed = std::max(largest_recomputed, held.largest_recomputed);
+      outside_blocks += held.outside_blocks;
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     double wb = weight_bytes(job.training.precision);
@@ -219,6 +223,8 @@ MemoryPlan plan_memory(const Job& job) {
     rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
     // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.
     if (p.zero >= 3 && p.reshard_after_forward) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
+    // FSDP2's root unit, gathered in bf16 from the forward's start to the backward's end.
+    if (p.zero >= 3 && p.reshard_after_forward && p.fsdp_root_gathered) rank.zero3_root_bytes = outside_blocks * 2.0;
     rank.reserved_bytes = job.training.reserved_memory;
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank);
     rank.recompute_working_bytes = largest_recomputed * share.tokens;

@@ -44,6 +44,8 @@ struct RankMemory {
   // Under Muon: what padding the whole-matrix buckets to the largest adds to `optimizer_bytes`.
   double muon_padding_bytes = 0;
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
+  // ZeRO-3 whose parameters outside the blocks stay gathered through the step (parallel.fsdp_root_gathered).
+  double zero3_root_bytes = 0;
   // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
   double loss_transient_bytes = 0;
   // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
@@ -58,7 +60,8 @@ struct RankMemory {
   double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes + grad_reduce_bytes); }
 
   double other_bytes() const {
-    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + reserved_bytes + transient_bytes();
+    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + zero3_root_bytes + reserved_bytes +
+           transient_bytes();
   }
   double total_bytes() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();

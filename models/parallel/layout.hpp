@@ -71,6 +71,10 @@ struct ParallelLayout {
   // as torchtitan sets under pipeline parallelism): one gather and one reduce-scatter a step, the
   // memory of unsharded 16-bit weights and gradients.
   bool reshard_after_forward = true;
+  // ZeRO-3 (resharded per pass) whose parameters outside the transformer blocks — embedding, final norm,
+  // output head — form one unit kept gathered from the forward's start to the backward's end: FSDP2's root
+  // module, which torchtitan wraps around them and which FSDP2 does not reshard after forward.
+  bool fsdp_root_gathered = false;
   MoeExecution moe_execution = MoeExecution::separate;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
