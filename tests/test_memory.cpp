@@ -219,6 +219,7 @@ TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once,
   // The loss's buffers are freed before the last layer's backward reruns its forward: the larger counts.
   CHECK(r.transient_bytes() == doctest::Approx(std::max(r.recompute_working_bytes, r.loss_transient_bytes)));
   CHECK(r.other_bytes() == doctest::Approx(r.cuda_context_bytes + r.workspace_bytes + r.zero3_prefetch_bytes + r.zero3_root_bytes +
+                                           r.zero3_stream_pool_bytes +
                                            r.reserved_bytes + r.transient_bytes()));
   // Nothing recomputed, nothing rebuilt; selective recomputation rebuilds the core attention only.
   const Job none = scenario("published/korthikanti-2022-22b-full-recompute", {"parallel.recompute=none"});
@@ -242,19 +243,24 @@ TEST_CASE("FSDP2's root unit: torchtitan's embedding, final norm and head stay g
         doctest::Approx(2 * outside));
 }
 
-TEST_CASE("FSDP's reduce-scatter of a block's gradients: an fp32 copy and its shard beside the backward") {
+TEST_CASE("FSDP's reduce-scatter and all-gather buffers: their streams' pools beside the compute stream's peak") {
   // torchtitan's 405B (FSDP8 TP8 PP8, fp32 reductions, weights kept gathered under PP): a Llama 3.1 405B
-  // block holds, per TP rank, (2h² + 2h·1024 + 3h·53248)/8 + 2h parameters (h = 16384); its gradients are
-  // copied into an fp32 reduce-scatter input and reduced into a 1/8 shard while the next block's backward
-  // runs. Resharded after each backward, the block's 16-bit gradients are whole beside them too.
+  // block holds, per TP rank, (2h² + 2h·1024 + 3h·53248)/8 + 2h parameters (h = 16384). The all-gather
+  // copy-in stream keeps two flat bf16 buffers of a block, the reduce-scatter stream one fp32 input; kept
+  // gathered, the whole gradients are model states and nothing more is transient on the compute stream.
   const double h = 16384, block = (2 * h * h + 2 * h * 1024 + 3 * h * 53248) / 8 + 2 * h;
   const Job kept = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b");
   const RankMemory r = plan_memory(kept).ranks.front();
-  CHECK(r.grad_reduce_bytes == doctest::Approx(block * 4 * (1 + 1.0 / 8)));
-  CHECK(r.transient_bytes() == doctest::Approx(r.recompute_working_bytes + r.grad_reduce_bytes));  // no head here
+  CHECK(r.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
+  CHECK(r.grad_reduce_bytes == 0.0);
+  CHECK(r.transient_bytes() == doctest::Approx(r.recompute_working_bytes));  // no head here
+  // Resharded after each backward, the block's whole bf16 gradients wait on the compute stream for their copy.
   const Job resharded = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.reshard_after_forward=true"});
-  CHECK(plan_memory(resharded).ranks.front().grad_reduce_bytes == doctest::Approx(block * (4 * (1 + 1.0 / 8) + 2)));
-  // ZeRO-1 and -2 reduce in place in their gradient buffers: no copy.
-  const Job zero1 = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.zero=1"});
-  CHECK(plan_memory(zero1).ranks.front().grad_reduce_bytes == 0.0);
+  const RankMemory rr = plan_memory(resharded).ranks.front();
+  CHECK(rr.grad_reduce_bytes == doctest::Approx(block * 2));
+  CHECK(rr.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
+  // ZeRO-1 and -2 reduce in place in their gradient buffers and gather nothing per block.
+  const RankMemory z1 = plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.zero=1"})).ranks.front();
+  CHECK(z1.grad_reduce_bytes == 0.0);
+  CHECK(z1.zero3_stream_pool_bytes == 0.0);
 }

@@ -76,6 +76,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                                  {"workspace_bytes", r.workspace_bytes},
                                  {"zero3_prefetch_bytes", r.zero3_prefetch_bytes},
                                  {"zero3_root_bytes", r.zero3_root_bytes},
+                                 {"zero3_stream_pool_bytes", r.zero3_stream_pool_bytes},
                                  {"reserved_bytes", r.reserved_bytes},
                                  {"loss_transient_bytes", r.loss_transient_bytes},
                                  {"recompute_working_bytes", r.recompute_working_bytes},

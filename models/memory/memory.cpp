@@ -229,11 +229,9 @@ MemoryPlan plan_memory(const Job& job) {
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank);
     rank.recompute_working_bytes = largest_recomputed * share.tokens;
     if (p.zero >= 3) {
-      // The reduce-scatter's input in the gradients' dtype and its shard; resharded after each backward,
-      // the block's own 16-bit gradients are whole beside it (kept gathered, model_state_bytes counts them).
-      const double shards = static_cast<double>(p.dense_dp_shards());
-      rank.grad_reduce_bytes = largest_layer * (job.training.optimizer.grads * (1.0 + 1.0 / shards) +
-                                                (p.reshard_after_forward ? 2.0 : 0.0));
+      // Kept gathered, the whole gradients are model states (model_state_bytes).
+      rank.grad_reduce_bytes = p.reshard_after_forward ? largest_layer * 2.0 : 0.0;
+      rank.zero3_stream_pool_bytes = largest_layer * (2.0 * 2.0 + job.training.optimizer.grads);
     }
     plan.ranks.push_back(std::move(rank));
   }

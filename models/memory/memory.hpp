@@ -51,17 +51,24 @@ struct RankMemory {
   // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
   // layer's dropped tensors, alive together once its forward has been rerun, for one micro-batch.
   double recompute_working_bytes = 0;
-  // ZeRO-3 reduce-scatters each block's gradients from a copy in the reduce dtype (PyTorch FSDP2's
-  // foreach_reduce_scatter: a reduce_dtype input buffer and its 1/N output, beside the block's whole 16-bit
-  // gradients until they are copied in), while the next block's backward runs.
+  // ZeRO-3 resharded after each backward: the block's whole 16-bit gradients, alive on the compute stream
+  // until they are copied into the reduce-scatter's input, while the next block's backward runs.
   double grad_reduce_bytes = 0;
+  // ZeRO-3's collectives allocate on their own streams, and the caching allocator reuses a freed block
+  // only for the stream it was allocated on (PyTorch CUDACachingAllocator), so those streams' pools stay
+  // reserved beside the compute stream's peak: FSDP2's all-gather copy-in stream holds two flat bf16
+  // all-gather buffers of a block (the current one, and the previous one kept until its copy-out is done:
+  // FSDPCommContext.all_gather_state), and its reduce-scatter stream one block's input in the reduce dtype
+  // (foreach_reduce of 2024 allocates it there; its output becomes the sharded gradient, counted with the
+  // gradients).
+  double zero3_stream_pool_bytes = 0;
   // Both of those belong to the backward; the loss's transient comes before it (its buffers are freed
   // before the last layer's backward reruns its forward), so the larger of the two moments counts.
   double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes + grad_reduce_bytes); }
 
   double other_bytes() const {
-    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + zero3_root_bytes + reserved_bytes +
-           transient_bytes();
+    return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + zero3_root_bytes + zero3_stream_pool_bytes +
+           reserved_bytes + transient_bytes();
   }
   double total_bytes() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();
