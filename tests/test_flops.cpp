@@ -52,7 +52,7 @@ TEST_CASE("Narayanan et al. Eq. 3: with full recomputation an iteration is 96Bsl
                  V = static_cast<double>(m.vocab);
     double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
     INFO(name);
-    CHECK(B * s * hardware_flops_per_token(m, s, RecomputeKind::full, false) == doctest::Approx(eq3).epsilon(1e-12));
+    CHECK(B * s * hardware_flops_per_token(m, s, Recompute{.full = true}, false) == doctest::Approx(eq3).epsilon(1e-12));
   }
 }
 
@@ -62,12 +62,23 @@ TEST_CASE("Korthikanti et al.: model FLOPs of an iteration are 72Bslh²(1 + s/6h
                V = static_cast<double>(m.vocab);
   CHECK(B * s * model_flops_per_token(m, s) == doctest::Approx(72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))));
   // Selective recomputation re-runs only the attention scores: 4sh per layer per token.
-  CHECK(hardware_flops_per_token(m, s, RecomputeKind::selective, false) - model_flops_per_token(m, s) ==
+  CHECK(hardware_flops_per_token(m, s, Recompute{.core_attention = true}, false) - model_flops_per_token(m, s) ==
         doctest::Approx(4 * s * h * l));
   // A causal flash kernel skips half of the score work (12sh of it per layer), and its backward
   // recomputes QKᵀ, half of the forward's 4sh, halved again: sh.
-  CHECK(model_flops_per_token(m, s) - hardware_flops_per_token(m, s, RecomputeKind::none, true) ==
+  CHECK(model_flops_per_token(m, s) - hardware_flops_per_token(m, s, Recompute{}, true) ==
         doctest::Approx(0.5 * 12 * s * h * l - s * h * l));
+}
+
+TEST_CASE("HFU counts the GEMMs torchtitan's per-op policy reruns: wk, wo and w3 of every block") {
+  // Llama 3.1 8B: each recomputed forward GEMM is 2 × its weight's size per token — wk h × 1024,
+  // wo h × h, w3 h × 14336 — over 32 blocks; the norms and SwiGLU it reruns are bytes, not FLOPs.
+  ModelSpec m = model("llama3-8b");
+  const double s = 8192, h = 4096;
+  Recompute per_op;
+  per_op.alternate_matmuls = per_op.norms = per_op.activation = true;
+  CHECK(hardware_flops_per_token(m, s, per_op, true) - hardware_flops_per_token(m, s, Recompute{}, true) ==
+        doctest::Approx(32 * 2 * (h * 1024 + h * h + h * 14336)));
 }
 
 TEST_CASE("MFU's model FLOPs are 6 × the matrix parameters a token uses, plus the attention scores") {
@@ -92,7 +103,7 @@ TEST_CASE("DeepSeek-V3's MTP module is executed but outside MFU's model FLOPs") 
   c.seq = s;
   // One more MoE layer, the 2h→h projection and another pass through the head, forward and backward.
   double mtp = sum_flops(layer_ops(m, m.layers - 1, c)).total() + 3 * (2 * 2 * h * h) + 3 * (2 * h * V);
-  CHECK(hardware_flops_per_token(m, s, RecomputeKind::none, false) - model_flops_per_token(m, s) == doctest::Approx(mtp));
+  CHECK(hardware_flops_per_token(m, s, Recompute{}, false) - model_flops_per_token(m, s) == doctest::Approx(mtp));
 }
 
 TEST_CASE("plumb ops times a compute-bound GEMM at the profile's GEMM efficiency for its shape") {

@@ -324,16 +324,24 @@ double model_flops_per_token(const ModelSpec& m, double seq) {
   return per_token(m, seq, false, scores).total();
 }
 
-double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal) {
+double hardware_flops_per_token(const ModelSpec& m, double seq, const Recompute& recompute, bool causal) {
   double scores = 0, flash_recompute = 0;
   PassFlops p = per_token(m, seq, causal, scores, &flash_recompute);
   OpContext c;
   c.seq = seq;
   c.causal_discount = causal;
   double head_forward = sum_flops(head_ops(m, c)).forward;
-  double extra = recompute == RecomputeKind::full ? p.forward - head_forward
-                 : recompute == RecomputeKind::selective ? scores
-                                                          : 0.0;
+  double extra = 0;
+  if (recompute.full) {
+    extra = p.forward - head_forward;
+  } else {
+    auto rerun = [&](const std::vector<LayerOp>& ops, bool transformer_layer) {
+      for (const LayerOp& o : ops)
+        if (o.cls != OpClass::memory) extra += recompute_share(o, recompute, m.attention, transformer_layer) * o.flops[0];
+    };
+    for (std::int64_t l = 0; l < m.layers; ++l) rerun(layer_ops(m, l, c), true);
+    rerun(head_ops(m, c), false);
+  }
   const std::vector<LayerOp> mtp_layer = layer_ops(m, m.mtp_layer(), c);
   for (const LayerOp& o : mtp_layer) flash_recompute += static_cast<double>(m.mtp_depth) * o.backward_recompute_flops;
   double mtp = static_cast<double>(m.mtp_depth) * (sum_flops(mtp_layer).total() + sum_flops(mtp_extra_ops(m, c)).total());

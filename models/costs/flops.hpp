@@ -28,10 +28,10 @@ PassFlops sum_flops(const std::vector<LayerOp>& ops);
 // numerator of MFU. Equals 6 × (matrix parameters a token uses) + the attention-score term.
 double model_flops_per_token(const ModelSpec& m, double seq);
 // What the GPUs execute per token: adds the MTP modules (outside the MFU convention, as DeepSeek
-// counts 37B activated without them), recomputation (full: the layers' forward again; selective: the
-// attention scores again) and, with `causal` (a flash kernel), halves the attention-score work and adds
-// the scores the flash backward recomputes.
-enum class RecomputeKind { none, selective, full };
-double hardware_flops_per_token(const ModelSpec& m, double seq, RecomputeKind recompute, bool causal);
+// counts 37B activated without them), recomputation (full: the layers' forward again; otherwise each op's
+// recompute_share of its forward — the attention scores under Megatron's selective option, torchtitan's
+// per-op policy's GEMMs) and, with `causal` (a flash kernel), halves the attention-score work and adds the
+// scores the flash backward recomputes.
+double hardware_flops_per_token(const ModelSpec& m, double seq, const Recompute& recompute, bool causal);
 
 }  // namespace plumb

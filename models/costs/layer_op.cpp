@@ -19,4 +19,30 @@ GemmShape gemm_shape(const LayerOp& op, int pass) {
   }
 }
 
+bool recomputed(const LayerOp& op, const Recompute& r) {
+  auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
+  if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;
+  if (r.norms && ends("norm")) return true;
+  if (r.mla_up_proj && (ends("q up-projection") || ends("kv up-projection"))) return true;
+  if (r.activation && (ends("SwiGLU") || ends("GeLU"))) return true;
+  // torchtitan's per-op policies save only matmuls, attention and collectives: the rotary embedding
+  // and the K/V copies run again too.
+  if ((r.alternate_matmuls || r.matmuls) && (op.name == "RoPE" || op.name == "K/V repeat")) return true;
+  return false;
+}
+
+double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer) {
+  if (recomputed(op, r)) return 1.0;
+  if (!transformer_layer || op.cls != OpClass::gemm) return 0.0;
+  if (r.matmuls) return 1.0;
+  if (!r.alternate_matmuls) return 0.0;
+  if (op.name == "qkv projection") {
+    const double q = static_cast<double>(a.heads), kv = static_cast<double>(a.kind == AttentionKind::gqa ? a.kv_heads : a.heads);
+    return kv / (q + 2 * kv);
+  }
+  if (op.name == "out projection") return 1.0;
+  if (op.name == "gate+up projection") return 0.5;
+  return 0.0;
+}
+
 }  // namespace plumb

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "models/parallel/layout.hpp"
+#include "models/spec/model_spec.hpp"
 #include "models/spec/training.hpp"
 
 namespace plumb {
@@ -128,5 +130,15 @@ struct FlashAttentionFlops {
   double backward_executed() const { return backward + backward_recompute; }
 };
 FlashAttentionFlops flash_attention_flops(double query_rows, double keys, double d_qk, double d_v, bool causal);
+
+// Whether the backward recomputes `op`'s forward under `r` (selective lists; "full" is every op of
+// a transformer layer, decided by the caller).
+bool recomputed(const LayerOp& op, const Recompute& r);
+// The share of `op`'s forward the backward recomputes under `r`, beyond full recomputation (the caller's):
+// 1 for the whole ops `recomputed` names and, in a transformer layer, every GEMM under `matmuls`; under
+// `alternate_matmuls` the shares of the fused GEMMs that torchtitan's every-second-matmul rule recomputes
+// — wk's of the qkv projection (its kv width of q + 2 kv), the out projection (wo), half the gate+up
+// projection (w3), none of the down projection (w2).
+double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer);
 
 }  // namespace plumb

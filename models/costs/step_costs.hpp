@@ -71,14 +71,4 @@ std::vector<double> sampled_moe_loads(std::int64_t ep, std::int64_t experts, std
 double sampled_moe_imbalance(std::int64_t ep, std::int64_t experts, std::int64_t top_k, double tokens_per_rank,
                              std::uint64_t seed);
 
-// Whether the backward recomputes `op`'s forward under `r` (selective lists; "full" is every op of
-// a transformer layer, decided by the caller).
-bool recomputed(const LayerOp& op, const Recompute& r);
-// The share of `op`'s forward the backward recomputes under `r`, beyond full recomputation (the caller's):
-// 1 for the whole ops `recomputed` names and, in a transformer layer, every GEMM under `matmuls`; under
-// `alternate_matmuls` the shares of the fused GEMMs that torchtitan's every-second-matmul rule recomputes
-// — wk's of the qkv projection (its kv width of q + 2 kv), the out projection (wo), half the gate+up
-// projection (w3), none of the down projection (w2).
-double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer);
-
 }  // namespace plumb

@@ -34,9 +34,7 @@ StepRates rates_at(const Job& job, double step_time) {
   const double peak = job.cluster.gpu.peak_dense.at(MathDtype::bf16);
   r.model_tflops_per_gpu = model_flops_per_token(job.model, seq) * r.tokens_per_s_per_gpu / kTera;
   r.mfu = r.model_tflops_per_gpu * kTera / peak;
-  const Recompute& rc = job.layout.recompute;
-  RecomputeKind kind = rc.full ? RecomputeKind::full : rc.core_attention ? RecomputeKind::selective : RecomputeKind::none;
-  r.hfu = hardware_flops_per_token(job.model, seq, kind, fused_attention(job.training.attention_kernel)) *
+  r.hfu = hardware_flops_per_token(job.model, seq, job.layout.recompute, fused_attention(job.training.attention_kernel)) *
           r.tokens_per_s_per_gpu / peak;
   return r;
 }
