@@ -228,6 +228,18 @@ TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once,
   CHECK(plan_memory(selective).ranks.front().recompute_working_bytes == doctest::Approx(sbh * 5 * a * s / (h * t)));
 }
 
+TEST_CASE("DTensor's column-parallel linears keep their all-gathered input; Megatron keeps the shard") {
+  // torchtitan's 70B at TP8 with sequence parallelism and full AC: only the output head's input outlives
+  // its layer, the final norm's output gathered whole, 16 × 8192 tokens × 8192 in bf16 on every TP rank
+  // against an eighth of it kept by Megatron-LM's ColumnParallelLinear.
+  const Job job = scenario("published/torchtitan-h100-70b-fsdp32-tp8");
+  REQUIRE(job.layout.keep_gathered_inputs);
+  const Job megatron = scenario("published/torchtitan-h100-70b-fsdp32-tp8", {"parallel.keep_gathered_inputs=false"});
+  const double tokens = 16 * 8192.0, h = 8192;
+  CHECK(plan_memory(job).ranks.front().activations_bytes - plan_memory(megatron).ranks.front().activations_bytes ==
+        doctest::Approx(tokens * h * 2 * (1 - 1.0 / 8)));
+}
+
 TEST_CASE("FSDP2's root unit: torchtitan's embedding, final norm and head stay gathered through the step") {
   // Llama 3.1 8B on FSDP8 (torchtitan): 128,256 × 4096 embedding and head and a 4096 norm, gathered in bf16.
   const Job job = scenario("published/torchtitan-h100-8b-fsdp8-sac");

@@ -71,7 +71,7 @@ void add_attention(const ModelSpec& m, std::int64_t layer, const ActivationSetti
   double heads = static_cast<double>(a.heads);
   add_stream_mixing(m, t, "mHC streams entering attention");
   t.push_back({"attention norm input", h, Storage::bf16, Shard::sp, Drop::never});
-  t.push_back({"qkv projection input", h, Storage::gemm_input, Shard::sp, Drop::norm});
+  t.push_back({"qkv projection input", h, Storage::gemm_input, Shard::gathered, Drop::norm});
   if (a.kind == AttentionKind::compressed) {
     add_compressed_attention(m, layer, t);
     return;
@@ -155,6 +155,7 @@ ActivationSettings ActivationSettings::of(const ParallelLayout& layout, const Tr
   s.fp8_swiglu_inputs = training.fp8_swiglu_inputs;
   s.kernel = training.attention_kernel;
   s.compiled = training.compiled;
+  s.keep_gathered_inputs = layout.keep_gathered_inputs;
   s.seq_local = training.seq_len / layout.cp;
   return s;
 }
@@ -166,7 +167,7 @@ std::vector<SavedTensor> layer_tensors(const ModelSpec& m, std::int64_t layer, c
   add_stream_mixing(m, t, "mHC streams entering the MLP");
   // The residual sum x + wo(...): rebuilt when wo's output is recomputed.
   t.push_back({"MLP norm input", h, Storage::bf16, Shard::sp, Drop::second_matmul});
-  t.push_back({"MLP input (norm output)", h, Storage::gemm_input, Shard::sp, Drop::norm});
+  t.push_back({"MLP input (norm output)", h, Storage::gemm_input, Shard::gathered, Drop::norm});
   if (!m.is_moe_layer(layer)) {
     add_mlp_body(m.mlp.kind, static_cast<double>(m.mlp.ffn_hidden), Shard::tp, Storage::bf16, t);
   } else {
@@ -198,7 +199,7 @@ std::vector<SavedTensor> head_tensors(const ModelSpec& m) {
   // 4sbh/t · (1 + V/h) with sequence parallelism.
   double h = static_cast<double>(m.hidden);
   return {{"final norm input", h, Storage::bf16, Shard::sp, Drop::never},
-          {"LM head input", h, Storage::bf16, Shard::sp, Drop::never},
+          {"LM head input", h, Storage::bf16, Shard::gathered, Drop::never},
           {"logits (fp32, vocab-parallel)", static_cast<double>(m.vocab), Storage::fp32, Shard::tp, Drop::never}};
 }
 
@@ -224,6 +225,7 @@ double bytes_per_token(const std::vector<SavedTensor>& tensors, const Activation
       case Shard::tp: split = tp; break;
       case Shard::sp:
       case Shard::routed: split = sp; break;
+      case Shard::gathered: split = s.keep_gathered_inputs ? 1.0 : sp; break;
       case Shard::routed_ffn: split = sp * static_cast<double>(s.etp); break;
     }
     total += x.width * storage_bytes(x.storage, s) / split;

@@ -15,9 +15,12 @@ namespace plumb {
 
 enum class Storage { bf16, gemm_input, swiglu_input, fp32, mask };
 // replicated: whole on every TP rank. tp: split over TP. sp: split over TP only with sequence
-// parallelism. routed: a routed expert's per-token copy (k per token) — tokens split like sp,
-// routed_ffn additionally split over expert-TP.
-enum class Shard { replicated, tp, sp, routed, routed_ffn };
+// parallelism. gathered: a column-parallel linear's input after sequence parallelism's all-gather — split
+// like sp where the framework keeps the shard and gathers again in backward (Megatron-LM; Korthikanti et
+// al. §4.2.2), whole where autograd keeps the gathered tensor (keep_gathered_inputs: DTensor). routed: a
+// routed expert's per-token copy (k per token) — tokens split like sp, routed_ffn additionally split over
+// expert-TP.
+enum class Shard { replicated, tp, sp, gathered, routed, routed_ffn };
 // Which recomputation option drops the tensor (it is rebuilt in backward instead). matmul: the output of
 // a matmul torchtitan's per-op policy saves (dropped only when every matmul is recomputed);
 // second_matmul: one it recomputes (every second matmul of the block), or a tensor derived from one.
@@ -41,6 +44,7 @@ struct ActivationSettings {
   AttentionKernel kernel = AttentionKernel::flash;
   std::int64_t seq_local = 1;  // sequence length per rank after context parallelism
   bool compiled = false;       // torch.compile'd blocks: the partitioner saves what the backward reads
+  bool keep_gathered_inputs = false;  // ParallelLayout::keep_gathered_inputs
 
   static ActivationSettings of(const ParallelLayout& layout, const TrainingSpec& training);
 };

@@ -75,6 +75,11 @@ struct ParallelLayout {
   // output head — form one unit kept gathered from the forward's start to the backward's end: FSDP2's root
   // module, which torchtitan wraps around them and which FSDP2 does not reshard after forward.
   bool fsdp_root_gathered = false;
+  // Under sequence parallelism a column-parallel linear (qkv, MLP up, the output head) reads the all-gathered
+  // whole sequence; true: autograd keeps that gathered input for the weight gradient (DTensor's
+  // ColwiseParallel, torchtitan); false: the linear keeps its shard and gathers again in the backward
+  // (Megatron-LM's ColumnParallelLinear; Korthikanti et al. §4.2.2).
+  bool keep_gathered_inputs = false;
   MoeExecution moe_execution = MoeExecution::separate;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
