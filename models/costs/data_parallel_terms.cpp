@@ -1,7 +1,5 @@
 #include "models/costs/data_parallel_terms.hpp"
 
-#include <algorithm>
-
 namespace plumb {
 
 double unsharded_accumulation_bytes(double reduce_bytes, std::int64_t microbatches) {

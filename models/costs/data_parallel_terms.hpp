@@ -36,9 +36,10 @@ struct DataParallelRates {
 void add_data_parallel_terms(StageCost& s, const StageParams& held, const ParallelLayout& p,
                              const DataParallelGroups& groups, const DataParallelRates& rates, const MuonStageCost* muon);
 
-// HBM bytes per parameter that accumulating the unsharded gradients costs each backward, averaged over a
-// step's `microbatches`, when FSDP2 keeps them whole until the last micro-batch (reshard_after_forward
-// false) and reduces them in `reduce_bytes` per gradient. See the definition for PyTorch's steps.
+// HBM bytes per parameter of FSDP2's passes over a stage's whole gradients on the compute stream, each
+// backward, averaged over a step's `microbatches`, reducing in `reduce_bytes` per gradient: with one
+// micro-batch their copy into the reduce-scatter's input; with more (kept whole until the last:
+// reshard_after_forward false) their accumulation as well. See the definition for PyTorch's steps.
 double unsharded_accumulation_bytes(double reduce_bytes, std::int64_t microbatches);
 
 }  // namespace plumb

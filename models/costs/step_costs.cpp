@@ -252,9 +252,8 @@ class StageCoster {
     return t;
   }
 
-  // Gradient reduction (op) or parameter gather of `dense`/`expert` elements of `bytes` each, over the
-  // dense and expert data-parallel groups (DualPipe: each stage's two mirror ranks join its group).
-  // Where the data-parallel collectives run: dense parameters over DP times CP, experts over expert DP.
+  // Where the data-parallel collectives run: dense parameters over DP times CP, experts over expert DP
+  // (DualPipe: each stage's two mirror ranks join its group).
   DataParallelGroups data_parallel_groups() const {
     GroupPlacement dense = groups_.dp;
     if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);

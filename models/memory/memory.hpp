@@ -46,14 +46,6 @@ struct RankMemory {
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
   // ZeRO-3 whose parameters outside the blocks stay gathered through the step (parallel.fsdp_root_gathered).
   double zero3_root_bytes = 0;
-  // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
-  double loss_transient_bytes = 0;
-  // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
-  // layer's dropped tensors, alive together once its forward has been rerun, for one micro-batch.
-  double recompute_working_bytes = 0;
-  // ZeRO-3 resharded after each backward: the block's whole 16-bit gradients, alive on the compute stream
-  // until they are copied into the reduce-scatter's input, while the next block's backward runs.
-  double grad_reduce_bytes = 0;
   // ZeRO-3's collectives allocate on their own streams, and the caching allocator reuses a freed block
   // only for the stream it was allocated on (PyTorch CUDACachingAllocator), so those streams' pools stay
   // reserved beside the compute stream's peak: FSDP2's all-gather copy-in stream holds two flat bf16
@@ -62,6 +54,14 @@ struct RankMemory {
   // (foreach_reduce of 2024 allocates it there; its output becomes the sharded gradient, counted with the
   // gradients).
   double zero3_stream_pool_bytes = 0;
+  // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
+  double loss_transient_bytes = 0;
+  // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
+  // layer's dropped tensors, alive together once its forward has been rerun, for one micro-batch.
+  double recompute_working_bytes = 0;
+  // ZeRO-3 resharded after each backward: the block's whole 16-bit gradients, alive on the compute stream
+  // until they are copied into the reduce-scatter's input, while the next block's backward runs.
+  double grad_reduce_bytes = 0;
   // Both of those belong to the backward; the loss's transient comes before it (its buffers are freed
   // before the last layer's backward reruns its forward), so the larger of the two moments counts.
   double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes + grad_reduce_bytes); }

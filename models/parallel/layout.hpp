@@ -69,7 +69,8 @@ struct ParallelLayout {
   // backward (true), or keeps the stage's weights gathered from the first forward to the end of the step
   // and its gradients unsharded until the last micro-batch (false: FSDP2's reshard_after_forward=False,
   // as torchtitan sets under pipeline parallelism): one gather and one reduce-scatter a step, the
-  // memory of unsharded 16-bit weights and gradients.
+  // memory of unsharded 16-bit weights and of unsharded gradients (in the reduce dtype over several
+  // micro-batches: models/memory accumulated_grad_bytes).
   bool reshard_after_forward = true;
   // ZeRO-3 (resharded per pass) whose parameters outside the transformer blocks — embedding, final norm,
   // output head — form one unit kept gathered from the forward's start to the backward's end: FSDP2's root
