@@ -29,7 +29,9 @@ ModelSpec korthikanti_gpt(std::int64_t h, std::int64_t a) {
   m.norm = NormKind::layernorm;
   m.bias = true;
   m.dropout = true;
-  m.attention = {AttentionKind::mha, a, a, h / a};
+  m.attention.kind = AttentionKind::mha;
+  m.attention.heads = m.attention.kv_heads = a;
+  m.attention.head_dim = h / a;
   m.mlp = {MlpKind::gelu, 4 * h};
   return m;
 }
