@@ -31,4 +31,7 @@ inline Run run(const Job& job) {
 
 inline double relative(double a, double b) { return std::abs(a / b - 1); }
 
+// Model stage `index`'s costs under `job`.
+inline StageCost stage_costs(const Job& job, std::size_t index = 0) { return step_costs(job).stages.at(index); }
+
 }  // namespace plumb::test

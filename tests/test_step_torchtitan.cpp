@@ -1,5 +1,6 @@
 // The training step under torchtitan's behaviours: its per-op recomputation, FSDP2 that keeps its
-// weights gathered (and its gradients accumulated whole), its sequence-parallel copies, its eager elementwise kernels and float8 all-gathers.
+// weights gathered (and its gradients accumulated whole), its sequence-parallel copies, its eager
+// elementwise kernels and float8 all-gathers.
 #include <doctest/doctest.h>
 #include <map>
 
@@ -12,6 +13,12 @@
 
 using namespace plumb;
 using namespace plumb::test;
+
+namespace {
+// One sequence-parallel activation of the async-TP benchmark's 8B rows: micro-batch 12 × sequence 8192 ×
+// hidden 4096, bf16 (ground-truth §B, torchtitan's llama3_8b config).
+constexpr double kAsyncTp8bActivationBytes = 12.0 * 8192 * 4096 * 2;
+}  // namespace
 
 TEST_CASE("torchtitan's per-op recomputation: the shares of the fused GEMMs it runs again") {
   // Every second matmul of wq, wk, wv, wo, w1, w3, w2: wk is 8 of the 32 + 2·8 heads' widths of Llama 3.1
@@ -36,13 +43,13 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered moves ZeRO-1's traffic: one ga
   Job job = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b.json");
   REQUIRE(job.layout.zero == 3);
   REQUIRE_FALSE(job.layout.reshard_after_forward);
-  const StageCost kept = step_costs(job).stages.front();
+  const StageCost kept = stage_costs(job);
   CHECK(kept.param_gather > 0);
   CHECK(kept.grad_sync > 0);
   CHECK(kept.forward.background == 0.0);
   CHECK(kept.backward.background == 0.0);
   job.layout.reshard_after_forward = true;  // per pass: gathers beside every forward and backward
-  const StageCost resharded = step_costs(job).stages.front();
+  const StageCost resharded = stage_costs(job);
   CHECK(resharded.param_gather == 0.0);
   CHECK(resharded.forward.background == doctest::Approx(kept.param_gather));
   CHECK(resharded.backward.background > resharded.forward.background);  // its gather and its reduce-scatter
@@ -63,7 +70,7 @@ TEST_CASE("FSDP2 kept gathered accumulates each backward's gradients whole, in f
   REQUIRE(job.microbatches() == 8);
   Job plain = job;
   plain.layout.zero = 1;  // the same traffic once per step, no FSDP2 passes
-  const StageCost kept = step_costs(job).stages[1], zero1 = step_costs(plain).stages[1];
+  const StageCost kept = stage_costs(job, 1), zero1 = stage_costs(plain, 1);
   const StageParams held = stage_params(job)[1];
   const GpuSpec& gpu = job.cluster.gpu;
   const double pass = (held.dense + held.expert) * unsharded_accumulation_bytes(4, 8) / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
@@ -79,11 +86,9 @@ TEST_CASE("torchtitan's sequence-parallel collectives copy the gathered activati
   const std::string file = "published/torchtitan-asynctp-8b-bf16-vanilla-tp.json";
   const Job with = scenario(file), without = scenario(file, {"parallel.sequence_parallel_copies=false"});
   REQUIRE(with.layout.sequence_parallel_copies);
-  const StepCosts ca = step_costs(with), cb = step_costs(without);
-  const StageCost &a = ca.stages[0], &b = cb.stages[0];
+  const StageCost a = stage_costs(with), b = stage_costs(without);
   const GpuSpec& gpu = with.cluster.gpu;
-  const double bytes = 12.0 * 8192 * 4096 * 2;  // micro-batch 12 × sequence 8192 × hidden 4096, bf16
-  const double copy = 2 * bytes / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
+  const double copy = 2 * kAsyncTp8bActivationBytes / (gpu.hbm_bandwidth * gpu.hbm_efficiency);
   // Two all-gathers and two reduce-scatters a layer each way (attention and MLP), 32 layers, and the
   // gather of the final norm's output before the output head; the collectives themselves are unchanged.
   CHECK(relative(a.forward.compute() - b.forward.compute(), (32 * 4 + 1) * copy) < 1e-9);
@@ -147,10 +152,9 @@ TEST_CASE("torchtitan's float8 tensorwise TP gathers fp8: each sequence-parallel
   const std::string file = "published/torchtitan-asynctp-8b-float8-tensorwise-vanilla-tp.json";
   const Job fp8 = scenario(file), bf16 = scenario(file, {"parallel.fp8_all_gathers=false"});
   REQUIRE(fp8.layout.fp8_all_gathers);
-  const StepCosts ca = step_costs(fp8), cb = step_costs(bf16);
-  const StageCost &a = ca.stages[0], &b = cb.stages[0];
+  const StageCost a = stage_costs(fp8), b = stage_costs(bf16);
   const CollectiveLinks links = CollectiveLinks::of(fp8.cluster.gpu, fp8.cluster.fabric);
-  const double bytes = 12.0 * 8192 * 4096 * 2;  // micro-batch 12 × sequence 8192 × hidden 4096, bf16
+  const double bytes = kAsyncTp8bActivationBytes;
   auto gather = [&](double x) { return collective_cost(CollectiveOp::all_gather, x, {8, 1}, links).seconds; };
   const double saved = gather(bytes) - gather(bytes / 2);
   // Forward: two gathers a layer (attention and MLP inputs) and the head's; their DTensor copies halve too.
