@@ -253,8 +253,11 @@ TEST_CASE("FSDP2's root unit: torchtitan's embedding, final norm and head stay g
   CHECK(plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b")).ranks.front().zero3_root_bytes == 0.0);
   const Job per_pass = scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_root_gathered=false"});
   CHECK(plan_memory(per_pass).ranks.front().zero3_root_bytes == 0.0);
+  // The unit's gathered bf16 copy, and its buffers in the collectives' stream pools (next test case): its
+  // bf16 all-gather buffer in place of a second block's, its fp32 reduce-scatter input beside a block's.
+  const double block = 4096.0 * (2 * 4096 + 2 * 1024) + 3 * 4096.0 * 14336 + 2 * 4096;
   CHECK(plan_memory(job).ranks.front().total_bytes() - plan_memory(per_pass).ranks.front().total_bytes() ==
-        doctest::Approx(2 * outside));
+        doctest::Approx(2 * outside + 2 * (outside - block) + 4 * outside));
 }
 
 TEST_CASE("FSDP's reduce-scatter and all-gather buffers: their streams' pools beside the compute stream's peak") {
@@ -262,19 +265,39 @@ TEST_CASE("FSDP's reduce-scatter and all-gather buffers: their streams' pools be
   // block holds, per TP rank, (2h² + 2h·1024 + 3h·53248)/8 + 2h parameters (h = 16384). The all-gather
   // copy-in stream keeps two flat bf16 buffers of a block, the reduce-scatter stream one fp32 input; kept
   // gathered, the whole gradients are model states and nothing more is transient on the compute stream.
+  // The first stage's root unit, its TP share of the 128,256 × h embedding, is smaller than a block: its
+  // all-gather buffer takes a segment of its own, too small for the blocks' later, and its reduce-scatter
+  // input fits in the blocks' freed one.
   const double h = 16384, block = (2 * h * h + 2 * h * 1024 + 3 * h * 53248) / 8 + 2 * h;
+  const double root = 128256.0 * h / 8;
   const Job kept = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b");
   const RankMemory r = plan_memory(kept).ranks.front();
-  CHECK(r.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
+  CHECK(r.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4) + root * 2));
+  // A middle stage has no root unit.
+  CHECK(plan_memory(kept).ranks[3].zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
   CHECK(r.grad_reduce_bytes == 0.0);
   CHECK(r.transient_bytes() == doctest::Approx(r.recompute_working_bytes));  // no head here
   // Resharded after each backward, the block's whole bf16 gradients wait on the compute stream for their copy.
   const Job resharded = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.reshard_after_forward=true"});
   const RankMemory rr = plan_memory(resharded).ranks.front();
   CHECK(rr.grad_reduce_bytes == doctest::Approx(block * 2));
-  CHECK(rr.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
+  CHECK(rr.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4) + root * 2));
   // ZeRO-1 and -2 reduce in place in their gradient buffers and gather nothing per block.
   const RankMemory z1 = plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.zero=1"})).ranks.front();
   CHECK(z1.grad_reduce_bytes == 0.0);
   CHECK(z1.zero3_stream_pool_bytes == 0.0);
+}
+
+TEST_CASE("FSDP's stream pools: a root unit larger than a block sizes both streams' pools") {
+  // Llama 3.1 8B on FSDP8 (torchtitan): the root unit (128,256 × 4096 embedding and head, a 4096 norm)
+  // outweighs a block (attention h·(h + 2·1024 + h), SwiGLU 3·h·14336, two norms). The copy-in stream keeps
+  // the root's bf16 buffer and the first block's, alive together; the reduce-scatter stream a block's fp32
+  // input and the root's, too large for the block's freed segment.
+  const double h = 4096, block = h * (2 * h + 2 * 1024) + 3 * h * 14336 + 2 * h, root = 2 * 128256.0 * h + h;
+  const Job job = scenario("published/torchtitan-h100-8b-fsdp8-sac");
+  const RankMemory r = plan_memory(job).ranks.front();
+  CHECK(r.zero3_stream_pool_bytes == doctest::Approx((root + block) * 2 + (root + block) * 4));
+  // Without a root unit the parameters outside the blocks go with the blocks' pools.
+  const RankMemory plain = plan_memory(scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_root_gathered=false"})).ranks.front();
+  CHECK(plain.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
 }

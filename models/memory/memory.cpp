@@ -159,6 +159,19 @@ double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMe
   return (at_backward - 4.0) * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * tokens;
 }
 
+// FSDP2's collectives' pools on their own streams (RankMemory::zero3_stream_pool_bytes), for units of
+// `block` parameters and, where the parameters outside the blocks form a unit of their own (FSDP2's root),
+// one of `root` parameters. The copy-in stream frees a unit's flat bf16 buffer only once the next unit's is
+// allocated (FSDPParamGroup.wait_for_unshard), so the root's, gathered first in the forward, and the first
+// block's coexist; later blocks fit in the root's freed segment where it is the larger, else take a second
+// block-sized one. The reduce-scatter stream holds one input at a time (foreach_reduce), and the root's,
+// reduced last in the backward, reuses the blocks' freed segment only where it fits there.
+double fsdp_stream_pool_bytes(double block, double root, double grad_bytes) {
+  const double gathered = root >= block ? root + block : root + 2.0 * block;
+  const double reduced = root > block ? root + block : block;
+  return gathered * 2.0 + reduced * grad_bytes;
+}
+
 // Under Muon the matrices' states (fp32 master and one momentum) sit whole in knapsack buckets, every
 // rank's padded to the largest; what stays on AdamW (embedding, head, norms, biases) is sharded
 // elementwise as before.
@@ -199,7 +212,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
     rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
-    double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0;
+    double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0, largest_root = 0;
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
       HeldParams held = params_of_stage(job, share, s, holds_first);
@@ -208,6 +221,7 @@ MemoryPlan plan_memory(const Job& job) {
       largest_layer = std::max(largest_layer, held.largest_layer);
       largest_recomputed = std::max(largest_recomputed, held.largest_recomputed);
       outside_blocks += held.outside_blocks;
+      largest_root = std::max(largest_root, held.outside_blocks);
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     double wb = weight_bytes(job.training.precision);
@@ -231,7 +245,8 @@ MemoryPlan plan_memory(const Job& job) {
     if (p.zero >= 3) {
       // Kept gathered, the whole gradients are model states (model_state_bytes).
       rank.grad_reduce_bytes = p.reshard_after_forward ? largest_layer * 2.0 : 0.0;
-      rank.zero3_stream_pool_bytes = largest_layer * (2.0 * 2.0 + job.training.optimizer.grads);
+      rank.zero3_stream_pool_bytes =
+          fsdp_stream_pool_bytes(largest_layer, p.fsdp_root_gathered ? largest_root : 0.0, job.training.optimizer.grads);
     }
     plan.ranks.push_back(std::move(rank));
   }
