@@ -301,3 +301,19 @@ TEST_CASE("FSDP's stream pools: a root unit larger than a block sizes both strea
   const RankMemory plain = plan_memory(scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_root_gathered=false"})).ranks.front();
   CHECK(plain.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
 }
+
+TEST_CASE("PyTorch pipelining keeps the last stage's outputs, every micro-batch's logits, to the step's end") {
+  // torchtitan's 405B, 1F1B over 8 ranks, 8 micro-batches of 4 × 8192 tokens, vocabulary-parallel logits
+  // over TP8: when the last micro-batch's loss is taken, the seven before it still hold their bf16 logits.
+  const Job job = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b");
+  REQUIRE(job.layout.pipeline_keeps_outputs);
+  const MemoryPlan plan = plan_memory(job);
+  const double logits = 4 * 8192.0 * 128256 / 8 * 2;
+  CHECK(plan.ranks.back().pipeline_outputs_bytes == doctest::Approx(7 * logits));
+  CHECK(plan.ranks.front().pipeline_outputs_bytes == 0.0);  // no head there
+  // Megatron-LM frees each output once its loss is taken.
+  const Job megatron = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.pipeline_keeps_outputs=false"});
+  CHECK(plan.ranks.back().total_bytes() - plan_memory(megatron).ranks.back().total_bytes() == doctest::Approx(7 * logits));
+  // Without a pipeline there is no schedule to keep them.
+  CHECK(plan_memory(scenario("published/torchtitan-h100-8b-fsdp8-sac")).ranks.front().pipeline_outputs_bytes == 0.0);
+}

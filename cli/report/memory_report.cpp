@@ -77,6 +77,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                                  {"zero3_prefetch_bytes", r.zero3_prefetch_bytes},
                                  {"zero3_root_bytes", r.zero3_root_bytes},
                                  {"zero3_stream_pool_bytes", r.zero3_stream_pool_bytes},
+                                 {"pipeline_outputs_bytes", r.pipeline_outputs_bytes},
                                  {"reserved_bytes", r.reserved_bytes},
                                  {"loss_transient_bytes", r.loss_transient_bytes},
                                  {"recompute_working_bytes", r.recompute_working_bytes},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "models/memory/activations.hpp"
 #include "models/optimizer/muon.hpp"
@@ -139,6 +140,13 @@ double stage_activation_bytes(const Job& job, const StagePlan& s) {
 
 namespace {
 
+// Which of the rank's held stages has the head, if any.
+std::optional<std::size_t> head_slot(const MemoryPlan& plan, const RankMemory& rank) {
+  for (std::size_t i = 0; i < rank.stages.size(); ++i)
+    if (plan.stages[static_cast<std::size_t>(rank.stages[i])].head) return i;
+  return std::nullopt;
+}
+
 // PyTorch's F.cross_entropy over an fp32 upcast of the bf16 logits (torchtitan's loss): its backward
 // holds the saved fp32 log-softmax output, the fp32 gradient arriving from the loss and the one it
 // passes on, 12 bytes per vocabulary entry and token (10 in the forward: the bf16 logits, their fp32
@@ -148,15 +156,24 @@ namespace {
 // (torch/distributed/tensor/parallel/loss.py): its backward, (zeros + exp(x)) · grad, holds the saved
 // log-softmax output, the zeros, their sum with exp(x) and the product, 16 bytes. One micro-batch's
 // worth, on the rank holding the head.
-double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMemory& rank) {
-  if (job.training.fused_cross_entropy) return 0.0;
-  bool head = false;
-  for (std::int64_t s : rank.stages) head = head || plan.stages[static_cast<std::size_t>(s)].head;
-  if (!head) return 0.0;
+double loss_transient_bytes(const Job& job, const MemoryPlan& plan, const RankMemory& rank, double tokens) {
+  if (job.training.fused_cross_entropy || !head_slot(plan, rank)) return 0.0;
   const ParallelLayout& p = job.layout;
-  const double tokens = static_cast<double>(p.micro_batch * (job.training.seq_len / p.cp));
   const double at_backward = p.tp > 1 ? 16.0 : 12.0;
   return (at_backward - 4.0) * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * tokens;
+}
+
+// PyTorch's pipelining appends each forward's output to the stage's output_chunks, cleared only when the
+// next step starts, and the last stage's output is the model's, the 16-bit logits (vocab-parallel under TP):
+// every earlier micro-batch's are still held when the last one's loss is taken (pytorch/pytorch#159251;
+// #138504 detached them from the graph in 2024-10 but kept them). The micro-batches in flight are counted
+// with the activations.
+double pipeline_outputs_bytes(const Job& job, const MemoryPlan& plan, const RankMemory& rank, double tokens) {
+  const ParallelLayout& p = job.layout;
+  const std::optional<std::size_t> head = head_slot(plan, rank);
+  if (!p.pipeline_keeps_outputs || p.pp == 1 || !head) return 0.0;
+  const double kept = std::max(0.0, static_cast<double>(plan.microbatches) - rank.inflight[*head]);
+  return kept * tokens * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * 2.0;
 }
 
 // FSDP2's collectives' pools on their own streams (RankMemory::zero3_stream_pool_bytes), for units of
@@ -240,7 +257,8 @@ MemoryPlan plan_memory(const Job& job) {
     // FSDP2's root unit, gathered in bf16 from the forward's start to the backward's end.
     if (p.zero >= 3 && p.reshard_after_forward && p.fsdp_root_gathered) rank.zero3_root_bytes = outside_blocks * 2.0;
     rank.reserved_bytes = job.training.reserved_memory;
-    rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank);
+    rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank, share.tokens);
+    rank.pipeline_outputs_bytes = pipeline_outputs_bytes(job, plan, rank, share.tokens);
     rank.recompute_working_bytes = largest_recomputed * share.tokens;
     if (p.zero >= 3) {
       // Kept gathered, the whole gradients are model states (model_state_bytes).

@@ -55,6 +55,9 @@ struct RankMemory {
   // gradients). A root unit (parallel.fsdp_root_gathered) adds its own buffers where they do not fit the
   // blocks' segments: 5.5 GiB more on torchtitan's 8B, whose root outweighs a block nearly fivefold.
   double zero3_stream_pool_bytes = 0;
+  // On the rank with the head under parallel.pipeline_keeps_outputs: the 16-bit logits of every micro-batch
+  // before the one in flight, kept to the step's end.
+  double pipeline_outputs_bytes = 0;
   // What the loss holds for a moment beyond the logits it keeps, on the rank with the head.
   double loss_transient_bytes = 0;
   // What recomputation rebuilds for one layer's backward beyond what that layer keeps: the largest held
@@ -69,7 +72,7 @@ struct RankMemory {
 
   double other_bytes() const {
     return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + zero3_root_bytes + zero3_stream_pool_bytes +
-           reserved_bytes + transient_bytes();
+           pipeline_outputs_bytes + reserved_bytes + transient_bytes();
   }
   double total_bytes() const {
     return params_bytes + grads_bytes + optimizer_bytes + activations_bytes + other_bytes();

@@ -113,6 +113,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.reshard_after_forward = r.boolean("reshard_after_forward", Need::optional).value_or(true);
   p.fsdp_root_gathered = r.boolean("fsdp_root_gathered", Need::optional).value_or(false);
   p.keep_gathered_inputs = r.boolean("keep_gathered_inputs", Need::optional).value_or(false);
+  p.pipeline_keeps_outputs = r.boolean("pipeline_keeps_outputs", Need::optional).value_or(false);
   p.moe_execution = r.choice<MoeExecution>("moe_execution", Need::optional, {{"separate", MoeExecution::separate}, {"waves", MoeExecution::waves}})
                         .value_or(MoeExecution::separate);
   p.order = read_order(r);

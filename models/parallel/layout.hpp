@@ -81,6 +81,10 @@ struct ParallelLayout {
   // ColwiseParallel, torchtitan); false: the linear keeps its shard and gathers again in the backward
   // (Megatron-LM's ColumnParallelLinear; Korthikanti et al. §4.2.2).
   bool keep_gathered_inputs = false;
+  // Under pipeline parallelism the last stage keeps every micro-batch's output, the logits, until the step
+  // ends, to hand them back merged (PyTorch pipelining's output_chunks; torchtitan); false frees each one
+  // once its loss is taken (Megatron-LM).
+  bool pipeline_keeps_outputs = false;
   MoeExecution moe_execution = MoeExecution::separate;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
