@@ -74,7 +74,8 @@ struct ParallelLayout {
   bool reshard_after_forward = true;
   // ZeRO-3 (resharded per pass) whose parameters outside the transformer blocks — embedding, final norm,
   // output head — form one unit kept gathered from the forward's start to the backward's end: FSDP2's root
-  // module, which torchtitan wraps around them and which FSDP2 does not reshard after forward.
+  // module, which torchtitan wraps around them and which FSDP2 does not reshard after forward. Its gather
+  // and reduce-scatter buffers join the collectives' stream pools, under pipeline parallelism too.
   bool fsdp_root_gathered = false;
   // Under sequence parallelism a column-parallel linear (qkv, MLP up, the output head) reads the all-gathered
   // whole sequence; true: autograd keeps that gathered input for the weight gradient (DTensor's
