@@ -73,20 +73,21 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
       if (p.zero >= 1) s.param_gather = groups.seconds(CollectiveOp::all_gather, held, weights);
     }
   }
-  double dense_share = p.zero >= 1 ? held.dense / static_cast<double>(p.dense_dp_shards()) : held.dense;
-  double expert_share = p.zero >= 1 ? held.expert / static_cast<double>(p.edp()) : held.expert;
+  // This rank's share of `dense` and `expert` parameters updated elementwise (sharded from ZeRO-1 on).
+  auto elementwise_share = [&](double dense, double expert) {
+    if (p.zero < 1) return dense + expert;
+    return dense / static_cast<double>(p.dense_dp_shards()) + expert / static_cast<double>(p.edp());
+  };
   if (!muon) {
-    s.optimizer = (dense_share + expert_share) * rates.update_bytes / stream_rate;
+    s.optimizer = elementwise_share(held.dense, held.expert) * rates.update_bytes / stream_rate;
     return;
   }
   // Muon: what stays on AdamW is sharded elementwise; the matrices are updated whole, the busiest rank's
   // bucket (one momentum buffer instead of two moments), after their Newton–Schulz iterations.
-  const StageParams matrices{muon->plan.dense.params, muon->plan.expert.params};
-  dense_share = p.zero >= 1 ? (held.dense - matrices.dense) / static_cast<double>(p.dense_dp_shards()) : held.dense - matrices.dense;
-  expert_share = p.zero >= 1 ? (held.expert - matrices.expert) / static_cast<double>(p.edp()) : held.expert - matrices.expert;
+  const double on_adamw = elementwise_share(held.dense - muon->plan.dense.params, held.expert - muon->plan.expert.params);
   const double buckets = muon->plan.dense.bucket_params + muon->plan.expert.bucket_params;
   s.newton_schulz = muon->newton_schulz_seconds;
-  s.optimizer = ((dense_share + expert_share) * rates.update_bytes + buckets * muon->update_bytes) / stream_rate + s.newton_schulz;
+  s.optimizer = (on_adamw * rates.update_bytes + buckets * muon->update_bytes) / stream_rate + s.newton_schulz;
 }
 
 }  // namespace plumb

@@ -292,60 +292,51 @@ PassFlops sum_flops(const std::vector<LayerOp>& ops) {
 
 namespace {
 
-PassFlops per_token(const ModelSpec& m, double seq, bool causal, double& score_forward, double* recomputed = nullptr) {
+// One token's work through the layers and the head, in one walk over their ops.
+struct TokenFlops {
+  PassFlops passes;             // forward, input and weight gradients, the head's included
+  double head_forward = 0;      // of passes.forward: the head's
+  double flash_recompute = 0;   // the scores a flash backward computes again
+  double rerun_forward = 0;     // the forward a selective `recompute` reruns: each op's recompute_share
+};
+
+TokenFlops per_token(const ModelSpec& m, double seq, bool causal, const Recompute& recompute = {}) {
   OpContext c;
   c.tokens = 1;
   c.seq = seq;
   c.causal_discount = causal;
-  PassFlops total;
-  score_forward = 0;
-  for (std::int64_t l = 0; l < m.layers; ++l) {
-    std::vector<LayerOp> ops = layer_ops(m, l, c);
+  TokenFlops t;
+  auto add = [&](const std::vector<LayerOp>& ops, bool transformer_layer) {
     PassFlops p = sum_flops(ops);
-    total.forward += p.forward;
-    total.input_grad += p.input_grad;
-    total.weight_grad += p.weight_grad;
+    t.passes.forward += p.forward;
+    t.passes.input_grad += p.input_grad;
+    t.passes.weight_grad += p.weight_grad;
     for (const LayerOp& o : ops) {
-      if (o.cls == OpClass::attention) score_forward += o.flops[0];
-      if (recomputed) *recomputed += o.backward_recompute_flops;
+      if (transformer_layer) t.flash_recompute += o.backward_recompute_flops;
+      if (o.cls != OpClass::memory) t.rerun_forward += recompute_share(o, recompute, m.attention, transformer_layer) * o.flops[0];
     }
-  }
-  PassFlops head = sum_flops(head_ops(m, c));
-  total.forward += head.forward;
-  total.input_grad += head.input_grad;
-  total.weight_grad += head.weight_grad;
-  return total;
+    return p;
+  };
+  for (std::int64_t l = 0; l < m.layers; ++l) add(layer_ops(m, l, c), true);
+  t.head_forward = add(head_ops(m, c), false).forward;
+  return t;
 }
 
 }  // namespace
 
-double model_flops_per_token(const ModelSpec& m, double seq) {
-  double scores = 0;
-  return per_token(m, seq, false, scores).total();
-}
+double model_flops_per_token(const ModelSpec& m, double seq) { return per_token(m, seq, false).passes.total(); }
 
 double hardware_flops_per_token(const ModelSpec& m, double seq, const Recompute& recompute, bool causal) {
-  double scores = 0, flash_recompute = 0;
-  PassFlops p = per_token(m, seq, causal, scores, &flash_recompute);
+  const TokenFlops t = per_token(m, seq, causal, recompute);
+  const double extra = recompute.full ? t.passes.forward - t.head_forward : t.rerun_forward;
   OpContext c;
   c.seq = seq;
   c.causal_discount = causal;
-  double head_forward = sum_flops(head_ops(m, c)).forward;
-  double extra = 0;
-  if (recompute.full) {
-    extra = p.forward - head_forward;
-  } else {
-    auto rerun = [&](const std::vector<LayerOp>& ops, bool transformer_layer) {
-      for (const LayerOp& o : ops)
-        if (o.cls != OpClass::memory) extra += recompute_share(o, recompute, m.attention, transformer_layer) * o.flops[0];
-    };
-    for (std::int64_t l = 0; l < m.layers; ++l) rerun(layer_ops(m, l, c), true);
-    rerun(head_ops(m, c), false);
-  }
   const std::vector<LayerOp> mtp_layer = layer_ops(m, m.mtp_layer(), c);
+  double flash_recompute = t.flash_recompute;
   for (const LayerOp& o : mtp_layer) flash_recompute += static_cast<double>(m.mtp_depth) * o.backward_recompute_flops;
   double mtp = static_cast<double>(m.mtp_depth) * (sum_flops(mtp_layer).total() + sum_flops(mtp_extra_ops(m, c)).total());
-  return p.total() + extra + mtp + (causal ? flash_recompute : 0.0);
+  return t.passes.total() + extra + mtp + (causal ? flash_recompute : 0.0);
 }
 
 }  // namespace plumb
