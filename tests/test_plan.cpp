@@ -209,3 +209,20 @@ TEST_CASE("on DeepSeek-V4-Pro the planner names the faster of DualPipe-style ove
   // Rejected waves layouts say why: EP beyond a node.
   CHECK(o.rejected.count({RejectionKind::invalid_layout, "/parallel/moe_execution"}) == 1);
 }
+
+TEST_CASE("a base with async TP and fp8 all-gathers keeps them where TP runs and drops them where it does not") {
+  // torchtitan's float8 tensorwise async-TP row: its layouts without TP (or PP-only) are priced plainly,
+  // not refused for asking to overlap collectives they do not have.
+  Job base = scenario("published/torchtitan-asynctp-8b-float8-tensorwise-async-tp.json",
+                      {"training.global_batch=192", "plan.tp=[1, 8]", "plan.pp=[1]", "plan.cp=[1]", "plan.schedule=[\"1f1b\"]", "plan.zero=[3]",
+                       "plan.micro_batch=[1]",
+                       "plan.recompute=[[\"alternate_matmuls\"]]", "plan.top=2"});
+  PlanOutcome o = run_plan(base, read_plan_space(base), PlanOptions{});
+  CHECK(o.rejected.count({RejectionKind::invalid_layout, "/parallel/tp_overlap"}) == 0);
+  CHECK(o.rejected.count({RejectionKind::invalid_layout, "/parallel/fp8_all_gathers"}) == 0);
+  const auto has = [&](const std::string& prefix) {
+    return std::any_of(o.ranked.begin(), o.ranked.end(), [&](const PlanResult& r) { return r.layout.rfind(prefix, 0) == 0; });
+  };
+  CHECK(has("TP1 "));
+  CHECK(has("TP8 "));
+}

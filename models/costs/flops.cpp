@@ -103,6 +103,7 @@ void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double
   double h = static_cast<double>(m.hidden);
   if (kind == MlpKind::swiglu) {
     ops.push_back(gemm(prefix + "gate+up projection", rows, h, 2 * f / shard, e));
+    ops.back().sums_input_grads = true;
     ops.push_back(elementwise(prefix + "SwiGLU", rows, 2 * f / shard, f / shard));
   } else {
     ops.push_back(gemm(prefix + "up projection", rows, h, f / shard, e));
@@ -164,12 +165,14 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
     }
     ops.push_back(gemm("kv down-projection", T, h, kv_lora + static_cast<double>(a.qk_rope_head_dim), e));
     ops.back().shares_input = a.q_lora_rank > 0;  // the normed hidden states the q down-projection read
+    ops[first_projection].sums_input_grads = a.q_lora_rank > 0;
     ops.push_back(gemm("kv up-projection", T, kv_lora, heads * (nope + static_cast<double>(a.v_head_dim)), e));
     // Rotary embedding on the queries' rope dimensions and the one shared rope key.
     add_rope(ops, m, T, heads * static_cast<double>(a.qk_rope_head_dim) + static_cast<double>(a.qk_rope_head_dim));
   } else {
     double q = heads * static_cast<double>(a.head_dim), kv = static_cast<double>(a.kv_heads) / tp * static_cast<double>(a.head_dim);
     ops.push_back(gemm("qkv projection", T, h, q + 2 * kv, e));
+    ops.back().sums_input_grads = true;
     add_rope(ops, m, T, q + kv);
     // Eager grouped-query attention copies K and V out to every query head (torchtitan's repeat_kv);
     // the backward sums their gradients back per group.

@@ -44,6 +44,11 @@ struct LayerOp {
   // quantized before it is replicated (MoE: once per token before dispatch, not per expert copy).
   bool shares_input = false;
   double quantize_rows = -1;  // < 0: `rows`
+  // Several linears read this GEMM's input, so its input gradient is their gradients summed before the
+  // backward's tensor-parallel collective: a PyTorch model's separate wq, wk, wv (and w1, w3; torchtitan's
+  // Llama), or MLA's two down-projections. Async TP fuses a reduce-scatter only with the one matmul whose
+  // output it reduces (micro_pipeline_tp.py), so it leaves these alone.
+  bool sums_input_grads = false;
   // Independent GEMMs the rows split into: a rank's routed experts run as one grouped GEMM, each
   // expert over its own rows (rows / groups of them).
   double groups = 1;

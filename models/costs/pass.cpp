@@ -77,10 +77,10 @@ void Pass::add_kernel(double seconds, double host) {
   add_compute(seconds);
 }
 
-void Pass::add_overlapped(double compute, double comm, CommKind kind, double host) {
+void Pass::add_overlapped(double compute, double comm, CommKind kind, double host, bool copy_engine) {
   if (compute > 0) compose_issue(*this, 1, host, compute, host + compute);
   if (comm <= 0) return add_compute(compute);
-  segments.push_back({compute, comm, kind, true});
+  segments.push_back({compute, comm, kind, true, copy_engine});
 }
 
 void Pass::settle_host() {

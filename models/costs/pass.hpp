@@ -19,6 +19,7 @@ struct Segment {
   double comm = 0;     // seconds on a communication stream, after the compute (or beside it)
   CommKind kind = CommKind::tp;
   bool overlapped = false;  // the communication runs beside this compute (CP's ring exchange) instead of after it
+  bool copy_engine = false;  // the communication is copies on the copy engines, holding no SMs (async TP)
   double span() const { return overlapped ? std::max(compute, comm) : compute + comm; }
 };
 
@@ -49,7 +50,7 @@ struct Pass {
   // Appends compute (merged into the last segment when that one has no communication yet).
   void add_compute(double seconds);
   void add_comm(double seconds, CommKind kind);
-  void add_overlapped(double compute, double comm, CommKind kind, double host = 0);
+  void add_overlapped(double compute, double comm, CommKind kind, double host = 0, bool copy_engine = false);
   // A kernel the host issues in `host` seconds that computes for `seconds` (compute only when the host is free).
   void add_kernel(double seconds, double host);
   // The GPU's waits on the host (issue_end over issued_compute) added to the segments' compute, in

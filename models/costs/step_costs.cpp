@@ -182,6 +182,7 @@ class StageCoster {
       pass.add_comm(w.total() - w.compute, CommKind::ep);  // what the pipeline leaves exposed
       fused = 0;
     };
+    bool gathered = false;  // async TP: an all-gather waiting for the GEMM that reads it
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const LayerOp& op = ops[i];
       if (op.fused_moe) {
@@ -189,9 +190,16 @@ class StageCoster {
         if (i == last_fused) add_waves(lp.forward, true);
         continue;
       }
-      add_tp_or_ep(lp.forward, op.before, true);
+      if (op.before == CommPoint::tp_enter && async_gather_forward(ops, i)) gathered = true;
+      else add_tp_or_ep(lp.forward, op.before, true);
       double f = seconds(op, 0);
-      if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
+      const bool scatter = async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit;
+      if (gathered && op.cls == OpClass::gemm) {
+        add_async_tp(lp.forward, f, CollectiveOp::all_gather);
+        gathered = false;
+      } else if (scatter) {
+        add_async_tp(lp.forward, f, CollectiveOp::reduce_scatter);
+      } else if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
         lp.forward.add_comm(compressed_cp_seconds(op, CollectiveOp::all_gather), CommKind::cp);
         lp.forward.add_kernel(f, host_);
       } else if (ring_cp(op)) {
@@ -199,7 +207,7 @@ class StageCoster {
       } else {
         lp.forward.add_kernel(f, host_);
       }
-      add_tp_or_ep(lp.forward, op.after, true);
+      if (!scatter) add_tp_or_ep(lp.forward, op.after, true);
     }
     // Backward: recomputation first (Megatron-LM recomputes a layer's forward right before its
     // backward), then the ops in reverse; what followed an op in forward now precedes it.
@@ -221,8 +229,15 @@ class StageCoster {
           if (static_cast<std::size_t>(ops.rend() - it) - 1 == first_fused) add_waves(*p, false);
           continue;
         }
-        add_tp_or_ep(*p, op.after, false);
-        if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
+        // Async TP: the output gradient's all-gather with the input gradient's matmul (the weight
+        // gradient reads the gathered copy after it), the input gradient's matmul with its reduce-scatter.
+        const bool gather = async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit && gathers_into(op);
+        const bool scatter = async_tp() && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter && !op.sums_input_grads;
+        if (!gather) add_tp_or_ep(*p, op.after, false);
+        if (gather || scatter) {
+          add_async_tp(*p, dx - dw, gather ? CollectiveOp::all_gather : CollectiveOp::reduce_scatter);
+          p->add_kernel(dw, host_);
+        } else if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
           add_backward_kernels(*p, dx - dw, dw);
           p->add_comm(compressed_cp_seconds(op, CollectiveOp::reduce_scatter), CommKind::cp);
         } else if (ring_cp(op)) {
@@ -230,7 +245,7 @@ class StageCoster {
         } else {
           add_backward_kernels(*p, dx - dw, dw);
         }
-        add_tp_or_ep(*p, op.before, false);
+        if (!scatter) add_tp_or_ep(*p, op.before, false);
       }
     }
     for (const LayerOp& op : ops) lp.weight_grad.add_kernel(seconds(op, 2), host_);
@@ -261,6 +276,34 @@ class StageCoster {
   }
 
  private:
+  bool async_tp() const { return job_.layout.tp_overlap == TpOverlap::async; }
+  // Under fp8 a GEMM reads its all-gather's output directly only where the cast came before the gather
+  // (fp8 all-gathers); a gathered 16-bit activation that is cast first is not a matmul's operand, and
+  // Inductor's pass leaves that gather alone.
+  bool gathers_into(const LayerOp& gemm) const {
+    return !ctx_.fp8_quantization || gemm.high_precision || job_.layout.fp8_all_gathers;
+  }
+  // Whether the forward all-gather at ops[i] runs fused with the GEMM that reads it: ops[i] itself, or
+  // the GEMM after ops[i] when ops[i] is that GEMM's fp8 cast (the communication point moved to it).
+  bool async_gather_forward(const std::vector<LayerOp>& ops, std::size_t i) const {
+    if (!async_tp()) return false;
+    if (ops[i].cls == OpClass::gemm) return true;
+    return i + 1 < ops.size() && ops[i].cls == OpClass::memory && ops[i + 1].cls == OpClass::gemm && gathers_into(ops[i + 1]);
+  }
+  // PyTorch's async TP (torch/distributed/_symmetric_memory, 2025): a GEMM of `gemm` seconds in tp chunks
+  // of rows. All-gather: the local shard's chunk first, then for each peer its shard copied in and
+  // multiplied; reduce-scatter: each peer's chunk multiplied and copied out, the local one last, then
+  // one kernel summing the tp partial products (read tp × shard, write the shard). The copies are
+  // cudaMemcpyAsync over NVLink peer mappings, run by the copy engines beside the matmuls, at the
+  // fabric's NVLink rate per GPU (one peer at a time; a DGX H100's copy-engine P2P measures 371–377 GB/s
+  // one way, NVIDIA/nccl issue #1264, beside NCCL's 370). The first chunk's matmul has nothing to overlap:
+  // chunk + max(the other chunks, the copies). Barriers and the local shard's copy into its buffer are left out.
+  void add_async_tp(Pass& p, double gemm, CollectiveOp op) const {
+    const double n = static_cast<double>(job_.layout.tp), bytes = tp_bytes(op);
+    p.add_kernel(gemm / n, host_);
+    p.add_overlapped(gemm * (n - 1) / n, (n - 1) * bytes / n / groups_.links.nvlink, CommKind::tp, host_, true);
+    if (op == CollectiveOp::reduce_scatter) p.add_kernel(job_.cluster.gpu.hbm_seconds(bytes * (1 + 1 / n)), host_);
+  }
   // An op's input gradient and weight gradient: two kernels where both do work.
   void add_backward_kernels(Pass& p, double input_grad, double weight_grad) const {
     p.add_kernel(input_grad, host_);

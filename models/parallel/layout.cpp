@@ -116,6 +116,8 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.pipeline_keeps_outputs = r.boolean("pipeline_keeps_outputs", Need::optional).value_or(false);
   p.moe_execution = r.choice<MoeExecution>("moe_execution", Need::optional, {{"separate", MoeExecution::separate}, {"waves", MoeExecution::waves}})
                         .value_or(MoeExecution::separate);
+  p.tp_overlap = r.choice<TpOverlap>("tp_overlap", Need::optional, {{"none", TpOverlap::none}, {"async", TpOverlap::async}})
+                     .value_or(TpOverlap::none);
   p.order = read_order(r);
   p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
                 .value_or(PipelineSplit::even);
@@ -177,6 +179,19 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
                                                    precision_name(training.precision)));
   if (p.fp8_all_gathers && !p.sequence_parallel)
     error("/parallel/fp8_all_gathers", "fp8 all-gathers are sequence parallelism's: set \"sequence_parallel\": true or remove it");
+  // Async TP is a pass of Inductor's over sequence-parallel collectives, through NVLink symmetric memory.
+  if (p.tp_overlap == TpOverlap::async) {
+    if (p.tp < 2) error("/parallel/tp_overlap", "\"async\" overlaps tensor parallelism's collectives; with tp 1 there are none: remove it");
+    else if (!p.sequence_parallel)
+      error("/parallel/tp_overlap", "\"async\" fuses sequence parallelism's all-gathers and reduce-scatters with the GEMMs: set "
+                                    "\"sequence_parallel\": true or remove it");
+    else if (p.tp > cluster.fabric.gpus_per_node)
+      error("/parallel/tp_overlap", fmt::format("\"async\" copies between GPUs through NVLink symmetric memory, so tp {} must fit in "
+                                                "one node of {} GPUs; lower tp or remove it", p.tp, cluster.fabric.gpus_per_node));
+    if (!training.compiled)
+      error("/parallel/tp_overlap", "\"async\" is a torch.compile pass (Inductor's micro-pipeline TP): set \"training.compile\": "
+                                    "true or remove it");
+  }
   // torchtitan's per-op policy counts a Llama block's matmuls: MHA/GQA attention and a dense SwiGLU MLP.
   if ((p.recompute.alternate_matmuls || p.recompute.matmuls) &&
       (a.kind == AttentionKind::mla || model.moe || model.mlp.kind != MlpKind::swiglu))

@@ -38,6 +38,15 @@ enum class PipelineSplit { even, balanced, explicit_list };
 // last wave's outputs while the current wave's experts compute (models/costs/moe_waves.hpp).
 enum class MoeExecution { separate, waves };
 
+// How tensor parallelism's sequence-parallel collectives meet the GEMMs beside them: `none`, each one
+// alone on the communication stream between the GEMMs (Megatron-LM without --tp-comm-overlap, PyTorch
+// DTensor); `async`, PyTorch's async TP (torchtitan's enable_async_tensor_parallel: Inductor's
+// micro-pipeline pass over a compiled model, torch/_inductor/fx_passes/micro_pipeline_tp.py), which
+// runs an all-gather with the matmuls that read its output, and a matmul with the reduce-scatter of
+// its output, as one op in TP chunks whose peer copies run on the copy engines
+// (torch/distributed/_symmetric_memory; models/costs/step_costs.cpp prices it).
+enum class TpOverlap { none, async };
+
 struct ParallelLayout {
   std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1, vp = 1;
   int zero = 0;
@@ -87,6 +96,7 @@ struct ParallelLayout {
   // once its loss is taken (Megatron-LM).
   bool pipeline_keeps_outputs = false;
   MoeExecution moe_execution = MoeExecution::separate;
+  TpOverlap tp_overlap = TpOverlap::none;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
   std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout

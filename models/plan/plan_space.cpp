@@ -248,6 +248,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   l.micro_batch = s.micro_batch[p.micro_batch];
   l.recompute = s.recompute[p.recompute];
   l.sequence_parallel = l.tp > 1;
+  if (l.tp == 1) l.tp_overlap = TpOverlap::none;  // the base's async TP wherever there is TP to overlap
   if (l.split == PipelineSplit::explicit_list) l.split = PipelineSplit::balanced;
   l.stage_layers.clear();
   TrainingSpec& t = job.training;
@@ -256,6 +257,8 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
     t.fp8_gemm_inputs = t.precision == Precision::fp8;  // the default caches of the new precision
     t.fp8_swiglu_inputs = false;
   }
+  // The base's fp8 all-gathers wherever fp8 runs with sequence parallelism.
+  l.fp8_all_gathers = l.fp8_all_gathers && l.sequence_parallel && t.precision == Precision::fp8;
   Diagnostics diagnostics;
   SourceFile src{base.file, {}, &diagnostics, {}};
   finalize_layout(l, job.model, job.cluster, t, src);

@@ -121,9 +121,11 @@ class StepOps final : public PipelineHooks {
     return std::pair{t, t};
   }
 
-  sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind) {
+  // A communication task holding `sms` SMs while it runs (< 0: NCCL's kernels, comm_sms; copy engines: 0).
+  sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind,
+                        std::int32_t sms = -1) {
     seconds *= shared_.comm_scale[static_cast<std::size_t>(gpu(rank))][static_cast<std::size_t>(kind)];
-    sim::TaskId t = out_.graph.add_compute(label, stream, sim::nearest_time(seconds), costs_.comm_sms);
+    sim::TaskId t = out_.graph.add_compute(label, stream, sim::nearest_time(seconds), sms < 0 ? costs_.comm_sms : sms);
     if (costs_.network[static_cast<std::size_t>(kind)] && seconds > 0) out_.graph.set_shares_port(t);
     note(rank, static_cast<std::int8_t>(kind));
     return t;
@@ -205,7 +207,8 @@ class StepOps final : public PipelineHooks {
           out_.graph.add_dependency(before, compute);
         }
         if (g.comm > 0) {
-          comm = comm_task(rank, st.comm, fmt::format("{} {}", comm_kind_name(g.kind), passes[p].second), g.comm, g.kind);
+          comm = comm_task(rank, st.comm, fmt::format("{} {}", comm_kind_name(g.kind), passes[p].second), g.comm, g.kind,
+                           g.copy_engine ? 0 : -1);
           sim::TaskId waits = g.overlapped || compute == sim::kNoTask ? before : compute;
           out_.graph.add_dependency(waits, comm);
           site(rank, g.kind, waits, comm);
