@@ -78,8 +78,14 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
     if (p.zero < 1) return dense + expert;
     return dense / static_cast<double>(p.dense_dp_shards()) + expert / static_cast<double>(p.edp());
   };
+  // The step's passes besides the update: over every gradient the rank holds, again over those reduced
+  // over more than one rank, and over its shard.
+  const OptimizerStepPasses& x = rates.step_passes;
+  const double reduced = (p.dense_dp_shards() > 1 ? held.dense : 0.0) + (p.edp() > 1 ? held.expert : 0.0);
+  const double passes = ((held.dense + held.expert) * x.grad_buffer + reduced * x.grad_prescale +
+                         elementwise_share(held.dense, held.expert) * x.shard) / stream_rate;
   if (!muon) {
-    s.optimizer = elementwise_share(held.dense, held.expert) * rates.update_bytes / stream_rate;
+    s.optimizer = elementwise_share(held.dense, held.expert) * rates.update_bytes / stream_rate + passes;
     return;
   }
   // Muon: what stays on AdamW is sharded elementwise; the matrices are updated whole, the busiest rank's
@@ -87,7 +93,7 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
   const double on_adamw = elementwise_share(held.dense - muon->plan.dense.params, held.expert - muon->plan.expert.params);
   const double buckets = muon->plan.dense.bucket_params + muon->plan.expert.bucket_params;
   s.newton_schulz = muon->newton_schulz_seconds;
-  s.optimizer = (on_adamw * rates.update_bytes + buckets * muon->update_bytes) / stream_rate + s.newton_schulz;
+  s.optimizer = (on_adamw * rates.update_bytes + buckets * muon->update_bytes) / stream_rate + s.newton_schulz + passes;
 }
 
 }  // namespace plumb

@@ -28,6 +28,7 @@ struct DataParallelGroups {
 struct DataParallelRates {
   double grads = 2;              // bytes per gradient as reduced (the reduce dtype)
   double update_bytes = 0;       // HBM bytes per parameter of the optimizer update
+  OptimizerStepPasses step_passes;  // the step's other passes (TrainingSpec's optimizer)
   double stream_rate = 0;        // bytes/s of a memory-bound pass (HBM bandwidth at its efficiency)
   std::int64_t microbatches = 1;  // per step on each pipeline
 };

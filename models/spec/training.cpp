@@ -141,6 +141,15 @@ TrainingSpec read_training(ObjectReader& r) {
       t.optimizer.grads = dtype_bytes(o, "grads", 2.0, false);
       t.optimizer.master = dtype_bytes(o, "master_weights", 4.0, true);
       t.optimizer.moments = 2.0 * dtype_bytes(o, "moments", 4.0, false);
+      if (const Json* passes = o.child("step_passes", Need::optional)) {
+        ObjectReader sp(*passes, o.pointer("step_passes"), o.source());
+        if (sp.is_object()) {
+          OptimizerStepPasses& x = t.optimizer.step_passes;
+          x.grad_buffer = sp.number("grad_buffer", Need::optional, 0.0, 1000.0).value_or(0.0);
+          x.grad_prescale = sp.number("grad_prescale", Need::optional, 0.0, 1000.0).value_or(0.0);
+          x.shard = sp.number("shard", Need::optional, 0.0, 1000.0).value_or(0.0);
+        }
+      }
       MuonSpec& mu = t.muon;
       mu.newton_schulz_steps = o.integer("newton_schulz_steps", Need::optional, 1, 100).value_or(mu.newton_schulz_steps);
       mu.momentum_bytes = dtype_bytes(o, "momentum", 4.0, false);

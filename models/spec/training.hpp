@@ -25,10 +25,20 @@ std::string_view attention_kernel_name(AttentionKernel k);
 
 // Bytes per parameter of each optimizer-side tensor. The default is the ZeRO paper's mixed-precision
 // Adam (Rajbhandari et al. §3.1): 16-bit gradients, fp32 master weights and two fp32 moments (K = 12).
+// HBM traffic of an optimizer step besides the update itself, in bytes per parameter, as the framework
+// runs it (framework profiles; 0 where not read from its code): over the rank's whole gradient buffer
+// (zeroing it, a norm to check it for NaN), the same again where the gradients are reduced over more than
+// one rank (scaling them by 1/DP before the reduction), and over the rank's optimizer shard (the gradient
+// norm for clipping, the master weights read again to copy them into the 16-bit weights).
+struct OptimizerStepPasses {
+  double grad_buffer = 0, grad_prescale = 0, shard = 0;
+};
+
 struct OptimizerBytes {
   double grads = 2;
   double master = 4;
   double moments = 8;  // both Adam moments together
+  OptimizerStepPasses step_passes;
   double states() const { return master + moments; }
 };
 
