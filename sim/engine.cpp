@@ -198,7 +198,7 @@ class Engine {
         if (g_.shares_port(t) && g_.work(t) > 0) {
           gpus_[static_cast<std::size_t>(gpu)].port.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});
           mark(gpu);
-        } else if (g_.hold_sms(t) > 0 || g_.work(t) == 0) {
+        } else if (g_.hold_sms(t) > 0 || g_.off_sms(t) || g_.work(t) == 0) {
           push(later(now_, g_.work(t)), t, EventKind::finish);
         } else {
           gpus_[static_cast<std::size_t>(gpu)].fluid.push_back({t, static_cast<double>(g_.work(t)), 0.0, now_});

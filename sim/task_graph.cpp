@@ -35,6 +35,12 @@ void TaskGraph::set_shares_port(TaskId task) {
   tasks_[task].shares_port = true;
 }
 
+void TaskGraph::set_off_sms(TaskId task) {
+  if (task >= tasks_.size() || tasks_[task].kind != TaskKind::compute)
+    throw std::invalid_argument("TaskGraph: only a compute task can run off the SMs");
+  tasks_[task].off_sms = true;
+}
+
 TaskId TaskGraph::add_transfer(std::string_view label, StreamId stream, std::uint32_t src, std::uint32_t dst,
                                double bytes, std::int32_t hold_sms) {
   if (stream < 0) throw std::invalid_argument("TaskGraph: a transfer needs a stream");

@@ -31,6 +31,9 @@ class TaskGraph {
   // such tasks running at once on one GPU share the port equally, each progressing at 1/n — NIC
   // contention between collectives of different groups (an EP all-to-all beside a DP reduce-scatter).
   void set_shares_port(TaskId task);
+  // Marks a compute task as work off the SMs (copies on the copy engines): it takes exactly its `work`
+  // and leaves the SMs to the GPU's other tasks.
+  void set_off_sms(TaskId task);
   // Completes as soon as its dependencies do; with a stream it also waits for the stream's turn.
   TaskId add_marker(std::string_view label, StreamId stream = kNoStream);
   // `after` starts only once `before` has finished.
@@ -44,6 +47,7 @@ class TaskGraph {
   Time work(TaskId t) const { return tasks_[t].kind == TaskKind::compute ? tasks_[t].work : 0; }
   std::int32_t hold_sms(TaskId t) const { return tasks_[t].hold_sms; }
   bool shares_port(TaskId t) const { return tasks_[t].shares_port; }
+  bool off_sms(TaskId t) const { return tasks_[t].off_sms; }
   double bytes(TaskId t) const { return transfer(t).bytes; }
   std::uint32_t src(TaskId t) const { return transfer(t).src; }
   std::uint32_t dst(TaskId t) const { return transfer(t).dst; }
@@ -77,6 +81,7 @@ class TaskGraph {
     std::uint32_t label = 0;
     TaskKind kind = TaskKind::marker;
     bool shares_port = false;
+    bool off_sms = false;
   };
   struct Transfer {
     double bytes = 0;

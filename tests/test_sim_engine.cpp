@@ -95,6 +95,26 @@ TEST_CASE("a compute task beside a kernel holding 20 of 132 SMs takes 132/112 of
   CHECK(r.end[gemm] == doctest::Approx(work * 132.0 / 112.0).epsilon(1e-9));
 }
 
+TEST_CASE("copies on the copy engines leave the SMs to compute; a shared-SM task beside it would halve it") {
+  TwoStreams two("h100", 132, "compute", "copy");
+  const Time work = 1'000'000'000;
+  TaskGraph g;
+  TaskId gemm = g.add_compute("GEMM chunk", two.first, work);
+  TaskId copy = g.add_compute("peer copy", two.second, work);
+  g.set_off_sms(copy);
+  g.finalize();
+  SimResult r = simulate(g, two.m);
+  CHECK(r.end[gemm] == work);
+  CHECK(r.end[copy] == work);
+  TaskGraph shared;  // the same two tasks, both on the SMs: each at half speed
+  TaskId a = shared.add_compute("GEMM chunk", two.first, work);
+  shared.add_compute("SM copy kernel", two.second, work);
+  shared.finalize();
+  CHECK(simulate(shared, two.m).end[a] == 2 * work);
+  TaskGraph other;
+  CHECK_THROWS_AS(other.set_off_sms(other.add_marker("end")), std::invalid_argument);  // only compute runs anywhere
+}
+
 TEST_CASE("compute slows only while SMs are taken, and speeds up when they are returned") {
   TwoStreams two("gpu", 100, "compute", "comm");
   Machine& m = two.m;

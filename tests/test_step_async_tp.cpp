@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "models/costs/collective.hpp"
 #include "models/costs/flops.hpp"
@@ -40,7 +42,17 @@ TEST_CASE("async TP: a fused GEMM takes its first chunk, then the longer of the 
   const double reduce = activation * (1 + 1 / n) / hbm;                // the sum of the stacked partial products
   const double gather = collective_seconds(CollectiveOp::all_gather, activation, tp, links);
   const double scatter = collective_seconds(CollectiveOp::reduce_scatter, activation, tp, links);
-  auto fused = [&](double gemm) { return gemm / n + std::max(gemm * (n - 1) / n, copies); };
+  // A chunk is the GEMM over 1/n of its rows, priced at its own shape.
+  auto chunk = [&](const LayerOp& op) {
+    LayerOp c = op;
+    c.rows /= n;
+    for (std::size_t i = 0; i < 3; ++i) {
+      c.flops[i] /= n;
+      c.bytes[i] /= n;
+    }
+    return op_time(c, 0, gpu, async.training).seconds;
+  };
+  auto fused = [&](const LayerOp& op) { return chunk(op) + std::max((n - 1) * chunk(op), copies); };
   // What fusing saves in the forward: column-parallel GEMMs with their all-gather, row-parallel ones with
   // their reduce-scatter, in each of the 32 layers and at the output head.
   const OpContext ctx = op_context(async.layout, async.training, gpu);
@@ -49,8 +61,8 @@ TEST_CASE("async TP: a fused GEMM takes its first chunk, then the longer of the 
     for (const LayerOp& op : ops) {
       if (op.cls != OpClass::gemm) continue;
       const double g = op_time(op, 0, gpu, async.training).seconds;
-      if (op.before == CommPoint::tp_enter) s += gather + reorder + g - fused(g);
-      if (op.after == CommPoint::tp_exit) s += scatter + reorder + g - fused(g) - reduce;
+      if (op.before == CommPoint::tp_enter) s += gather + reorder + g - fused(op);
+      if (op.after == CommPoint::tp_exit) s += scatter + reorder + g - fused(op) - reduce;
     }
     return s;
   };
@@ -80,25 +92,27 @@ TEST_CASE("async TP under float8: fused where the cast comes before the gather")
   CHECK(copy_engine_segments(stage_costs(rowwise).input_grad) == 1);         // the head's reduce-scatter
 }
 
-TEST_CASE("async TP predicts the speedups torchtitan measured in the right order, smaller than measured") {
-  // torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, 8B FSDP8 TP8: async over vanilla TP
-  // 1.099 (bf16), 1.097 (float8 tensorwise), 1.056 (float8 rowwise). plumb's speedups are the measured
-  // ones' order, every one above 1 and below the measured: the copies take about as long as NCCL's
-  // all-gather (both at NVLink's rate), so only the overlap is won, and the backward's summed
-  // reduce-scatters stay exposed (docs/fidelity.md names the rest as a miss).
-  auto speedup = [](const std::string& precision) {
-    const std::string file = "published/torchtitan-asynctp-8b-" + precision + "-async-tp.json";
-    const double async = run(scenario(file)).report.step_time, plain = run(scenario(file, {"parallel.tp_overlap=\"none\""})).report.step_time;
-    return plain / async;
+TEST_CASE("async TP against torchtitan's measured speedups: float8 within 0.05, bf16 over, rowwise the least") {
+  // torchtitan benchmarks/asyncTP_llama3_h100_2025-06_torchtitan.md, async over vanilla TP: 8B FSDP8 TP8
+  // 1.099 (bf16), 1.097 (float8 tensorwise), 1.056 (float8 rowwise); 70B FSDP32 TP8 1.092, 1.164, 1.042.
+  // plumb, simulated: the float8 rows within 0.05 of them; the bf16 rows over by 0.11 and 0.14, the named
+  // miss (docs/fidelity.md); rowwise, whose gathers a cast reads, gains least at both sizes, as measured.
+  auto speedup = [](const std::string& row) {
+    const std::string file = "published/torchtitan-asynctp-" + row + "-async-tp.json";
+    return run(scenario(file, {"parallel.tp_overlap=\"none\""})).report.step_time / run(scenario(file)).report.step_time;
   };
-  const double bf16 = speedup("bf16"), tensorwise = speedup("float8-tensorwise"), rowwise = speedup("float8-rowwise");
-  CHECK(bf16 > 1.03);
-  CHECK(bf16 < 1.099);
-  CHECK(tensorwise > 1.02);
-  CHECK(tensorwise < 1.097);
-  CHECK(rowwise > 1.0);
-  CHECK(rowwise < 1.056);
-  CHECK(rowwise < std::min(bf16, tensorwise));
+  for (const std::string size : {"8b", "70b"}) {
+    const double bf16 = speedup(size + "-bf16"), tensorwise = speedup(size + "-float8-tensorwise"), rowwise = speedup(size + "-float8-rowwise");
+    const double measured_tensorwise = size == "8b" ? 1.097 : 1.164, measured_rowwise = size == "8b" ? 1.056 : 1.042;
+    const double measured_bf16 = size == "8b" ? 1.099 : 1.092;
+    CAPTURE(size);
+    CHECK(std::abs(tensorwise - measured_tensorwise) < 0.05);
+    CHECK(std::abs(rowwise - measured_rowwise) < 0.05);
+    CHECK(bf16 > measured_bf16);
+    CHECK(bf16 < measured_bf16 + 0.15);
+    CHECK(rowwise < std::min(bf16, tensorwise));
+    CHECK(rowwise > 1.0);
+  }
 }
 
 TEST_CASE("async TP needs what Inductor's pass needs") {

@@ -195,10 +195,10 @@ class StageCoster {
       double f = seconds(op, 0);
       const bool scatter = async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit;
       if (gathered && op.cls == OpClass::gemm) {
-        add_async_tp(lp.forward, f, CollectiveOp::all_gather);
+        add_async_tp(lp.forward, op, 0, CollectiveOp::all_gather);
         gathered = false;
       } else if (scatter) {
-        add_async_tp(lp.forward, f, CollectiveOp::reduce_scatter);
+        add_async_tp(lp.forward, op, 0, CollectiveOp::reduce_scatter);
       } else if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
         lp.forward.add_comm(compressed_cp_seconds(op, CollectiveOp::all_gather), CommKind::cp);
         lp.forward.add_kernel(f, host_);
@@ -235,7 +235,7 @@ class StageCoster {
         const bool scatter = async_tp() && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter && !op.sums_input_grads;
         if (!gather) add_tp_or_ep(*p, op.after, false);
         if (gather || scatter) {
-          add_async_tp(*p, dx - dw, gather ? CollectiveOp::all_gather : CollectiveOp::reduce_scatter);
+          add_async_tp(*p, op, 1, gather ? CollectiveOp::all_gather : CollectiveOp::reduce_scatter);
           p->add_kernel(dw, host_);
         } else if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
           add_backward_kernels(*p, dx - dw, dw);
@@ -290,18 +290,26 @@ class StageCoster {
     if (ops[i].cls == OpClass::gemm) return true;
     return i + 1 < ops.size() && ops[i].cls == OpClass::memory && ops[i + 1].cls == OpClass::gemm && gathers_into(ops[i + 1]);
   }
-  // PyTorch's async TP (torch/distributed/_symmetric_memory, 2025): a GEMM of `gemm` seconds in tp chunks
-  // of rows. All-gather: the local shard's chunk first, then for each peer its shard copied in and
-  // multiplied; reduce-scatter: each peer's chunk multiplied and copied out, the local one last, then
-  // one kernel summing the tp partial products (read tp × shard, write the shard). The copies are
-  // cudaMemcpyAsync over NVLink peer mappings, run by the copy engines beside the matmuls, at the
-  // fabric's NVLink rate per GPU (one peer at a time; a DGX H100's copy-engine P2P measures 371–377 GB/s
-  // one way, NVIDIA/nccl issue #1264, beside NCCL's 370). The first chunk's matmul has nothing to overlap:
-  // chunk + max(the other chunks, the copies). Barriers and the local shard's copy into its buffer are left out.
-  void add_async_tp(Pass& p, double gemm, CollectiveOp op) const {
+  // PyTorch's async TP (torch/distributed/_symmetric_memory, 2025): `gemm`'s pass `pass` in tp chunks of
+  // its rows, each a GEMM of its own shape (the GEMM model prices its tiles and waves). All-gather: the
+  // local shard's chunk first, then for each peer its shard copied in and multiplied; reduce-scatter: each
+  // peer's chunk multiplied and copied out, the local one last, then one kernel summing the tp partial
+  // products (read tp × shard, write the shard). The copies are cudaMemcpyAsync over NVLink peer
+  // mappings, run by the copy engines beside the matmuls, at the fabric's NVLink rate per GPU (one peer at
+  // a time; a DGX H100's copy-engine P2P measures 371–377 GB/s one way, NVIDIA/nccl issue #1264, beside
+  // NCCL's 370). The first chunk has nothing to overlap: chunk + max(the other chunks, the copies).
+  // Barriers and the local shard's copy into its buffer are left out.
+  void add_async_tp(Pass& p, const LayerOp& gemm, int pass, CollectiveOp op) const {
     const double n = static_cast<double>(job_.layout.tp), bytes = tp_bytes(op);
-    p.add_kernel(gemm / n, host_);
-    p.add_overlapped(gemm * (n - 1) / n, (n - 1) * bytes / n / groups_.links.nvlink, CommKind::tp, host_, true);
+    LayerOp chunk = gemm;
+    chunk.rows /= n;
+    for (std::size_t i = 0; i < 3; ++i) {
+      chunk.flops[i] /= n;
+      chunk.bytes[i] /= n;
+    }
+    const double one = seconds(chunk, pass);
+    p.add_kernel(one, host_);
+    p.add_overlapped(one * (n - 1), (n - 1) * bytes / n / groups_.links.nvlink, CommKind::tp, host_, true);
     if (op == CollectiveOp::reduce_scatter) p.add_kernel(job_.cluster.gpu.hbm_seconds(bytes * (1 + 1 / n)), host_);
   }
   // An op's input gradient and weight gradient: two kernels where both do work.

@@ -121,11 +121,13 @@ class StepOps final : public PipelineHooks {
     return std::pair{t, t};
   }
 
-  // A communication task holding `sms` SMs while it runs (< 0: NCCL's kernels, comm_sms; copy engines: 0).
+  // A communication task: NCCL's kernels holding comm_sms SMs while they run, or copies on the copy
+  // engines (`copy_engine`), which leave the SMs to compute.
   sim::TaskId comm_task(std::int64_t rank, sim::StreamId stream, const std::string& label, double seconds, CommKind kind,
-                        std::int32_t sms = -1) {
+                        bool copy_engine = false) {
     seconds *= shared_.comm_scale[static_cast<std::size_t>(gpu(rank))][static_cast<std::size_t>(kind)];
-    sim::TaskId t = out_.graph.add_compute(label, stream, sim::nearest_time(seconds), sms < 0 ? costs_.comm_sms : sms);
+    sim::TaskId t = out_.graph.add_compute(label, stream, sim::nearest_time(seconds), copy_engine ? 0 : costs_.comm_sms);
+    if (copy_engine) out_.graph.set_off_sms(t);
     if (costs_.network[static_cast<std::size_t>(kind)] && seconds > 0) out_.graph.set_shares_port(t);
     note(rank, static_cast<std::int8_t>(kind));
     return t;
@@ -208,7 +210,7 @@ class StepOps final : public PipelineHooks {
         }
         if (g.comm > 0) {
           comm = comm_task(rank, st.comm, fmt::format("{} {}", comm_kind_name(g.kind), passes[p].second), g.comm, g.kind,
-                           g.copy_engine ? 0 : -1);
+                           g.copy_engine);
           sim::TaskId waits = g.overlapped || compute == sim::kNoTask ? before : compute;
           out_.graph.add_dependency(waits, comm);
           site(rank, g.kind, waits, comm);
