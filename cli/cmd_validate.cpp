@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <fmt/format.h>
 #include <iostream>
 
@@ -18,7 +19,10 @@ int run_validate(const Args& args) {
     try {
       cases.push_back(read_case(f, args.values("--set")));
     } catch (const InputError& e) {
-      problems.insert(problems.end(), e.diagnostics().begin(), e.diagnostics().end());
+      // A shared file's problem (a framework or hardware profile every case reads) is reported once.
+      for (const Diagnostic& d : e.diagnostics())
+        if (std::none_of(problems.begin(), problems.end(), [&](const Diagnostic& p) { return p.to_string() == d.to_string(); }))
+          problems.push_back(d);
     }
   }
   if (!problems.empty()) throw InputError(problems);  // every bad case file reported together
