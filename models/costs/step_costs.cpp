@@ -193,8 +193,10 @@ class StageCoster {
       if (op.before == CommPoint::tp_enter && async_gather_forward(ops, i)) gathered = true;
       else add_tp_or_ep(lp.forward, op.before, true);
       double f = seconds(op, 0);
-      const bool scatter = async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit;
-      if (gathered && op.cls == OpClass::gemm) {
+      // One collective fuses with a GEMM: the gather it reads, else the reduce-scatter of its output.
+      const bool gather = gathered && op.cls == OpClass::gemm;
+      const bool scatter = !gather && async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit;
+      if (gather) {
         add_async_tp(lp.forward, op, 0, CollectiveOp::all_gather);
         gathered = false;
       } else if (scatter) {
@@ -232,7 +234,8 @@ class StageCoster {
         // Async TP: the output gradient's all-gather with the input gradient's matmul (the weight
         // gradient reads the gathered copy after it), the input gradient's matmul with its reduce-scatter.
         const bool gather = async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit && gathers_into(op);
-        const bool scatter = async_tp() && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter && !op.sums_input_grads;
+        const bool scatter =
+            !gather && async_tp() && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter && !op.sums_input_grads;
         if (!gather) add_tp_or_ep(*p, op.after, false);
         if (gather || scatter) {
           add_async_tp(*p, op, 1, gather ? CollectiveOp::all_gather : CollectiveOp::reduce_scatter);
