@@ -1,6 +1,7 @@
-#include <algorithm>
 #include <fmt/format.h>
 #include <iostream>
+#include <set>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
@@ -15,14 +16,14 @@ int run_validate(const Args& args) {
   if (paths.empty()) paths.push_back(published_dir().string());
   std::vector<PublishedCase> cases;
   std::vector<Diagnostic> problems;
+  std::set<std::string> reported;
   for (const std::filesystem::path& f : case_files(paths)) {
     try {
       cases.push_back(read_case(f, args.values("--set")));
     } catch (const InputError& e) {
       // A shared file's problem (a framework or hardware profile every case reads) is reported once.
       for (const Diagnostic& d : e.diagnostics())
-        if (std::none_of(problems.begin(), problems.end(), [&](const Diagnostic& p) { return p.to_string() == d.to_string(); }))
-          problems.push_back(d);
+        if (reported.insert(d.to_string()).second) problems.push_back(d);
     }
   }
   if (!problems.empty()) throw InputError(problems);  // every bad case file reported together

@@ -43,15 +43,7 @@ TEST_CASE("async TP: a fused GEMM takes its first chunk, then the longer of the 
   const double gather = collective_seconds(CollectiveOp::all_gather, activation, tp, links);
   const double scatter = collective_seconds(CollectiveOp::reduce_scatter, activation, tp, links);
   // A chunk is the GEMM over 1/n of its rows, priced at its own shape.
-  auto chunk = [&](const LayerOp& op) {
-    LayerOp c = op;
-    c.rows /= n;
-    for (std::size_t i = 0; i < 3; ++i) {
-      c.flops[i] /= n;
-      c.bytes[i] /= n;
-    }
-    return op_time(c, 0, gpu, async.training).seconds;
-  };
+  auto chunk = [&](const LayerOp& op) { return op_time(row_chunk(op, n), 0, gpu, async.training).seconds; };
   auto fused = [&](const LayerOp& op) { return chunk(op) + std::max((n - 1) * chunk(op), copies); };
   // What fusing saves in the forward: column-parallel GEMMs with their all-gather, row-parallel ones with
   // their reduce-scatter, in each of the 32 layers and at the output head.

@@ -19,6 +19,16 @@ GemmShape gemm_shape(const LayerOp& op, int pass) {
   }
 }
 
+LayerOp row_chunk(const LayerOp& op, double parts) {
+  LayerOp chunk = op;
+  chunk.rows /= parts;
+  for (std::size_t i = 0; i < 3; ++i) {
+    chunk.flops[i] /= parts;
+    chunk.bytes[i] /= parts;
+  }
+  return chunk;
+}
+
 bool recomputed(const LayerOp& op, const Recompute& r) {
   auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
   if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;

@@ -81,6 +81,10 @@ struct GemmShape {
 };
 GemmShape gemm_shape(const LayerOp& op, int pass);
 
+// The op over 1/`parts` of its rows: its FLOPs and bytes in proportion (a GEMM split into row chunks,
+// as async TP's micro-pipeline runs it).
+LayerOp row_chunk(const LayerOp& op, double parts);
+
 // Where the ops run: `tokens` on this rank for this layer (micro-batch × sequence / cp), attention
 // over sequences of `seq` (keys per query), sharded by TP (and SP for elementwise ops) and experts by
 // EP/ETP, with `element_bytes` per activation element.

@@ -304,13 +304,7 @@ class StageCoster {
   // Barriers and the local shard's copy into its buffer are left out.
   void add_async_tp(Pass& p, const LayerOp& gemm, int pass, CollectiveOp op) const {
     const double n = static_cast<double>(job_.layout.tp), bytes = tp_bytes(op);
-    LayerOp chunk = gemm;
-    chunk.rows /= n;
-    for (std::size_t i = 0; i < 3; ++i) {
-      chunk.flops[i] /= n;
-      chunk.bytes[i] /= n;
-    }
-    const double one = seconds(chunk, pass);
+    const double one = seconds(row_chunk(gemm, n), pass);
     p.add_kernel(one, host_);
     p.add_overlapped(one * (n - 1), (n - 1) * bytes / n / groups_.links.nvlink, CommKind::tp, host_, true);
     if (op == CollectiveOp::reduce_scatter) p.add_kernel(job_.cluster.gpu.hbm_seconds(bytes * (1 + 1 / n)), host_);
