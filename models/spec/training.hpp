@@ -38,7 +38,7 @@ struct OptimizerBytes {
   double grads = 2;
   double master = 4;
   double moments = 8;  // both Adam moments together
-  OptimizerStepPasses step_passes;
+  OptimizerStepPasses step_passes{};
   double states() const { return master + moments; }
 };
 
