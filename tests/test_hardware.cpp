@@ -41,11 +41,14 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     // fastest kernel is another (Hopper), and a sustained-clock scale where one was measured.
     std::size_t optional = !g.gemm_efficiency_fp8.empty() + g.attention_backward_efficiency.has_value() +
                            g.sources.count("hbm_efficiency") + !g.gemm_model.empty();
+    // The element rate of PyTorch's unvectorized kernels where measured (H200) or carried over (H100).
+    const std::size_t measured_rate = g.sources.count("unvectorized_elementwise_rate");
+    CHECK(measured_rate == (name == "h200-sxm" || name.starts_with("h100-sxm") ? 1u : 0u));
     const std::size_t extra = g.attention_flash2_efficiency.has_value() + g.attention_flash2_backward_efficiency.has_value() +
                               (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
                               g.sources.count("attention_half_sequence") + g.attention_flash2_half_sequence.has_value() +
                               g.sources.count("attention_reference_sequence");
-    CHECK(g.sources.size() == 9 + optional + extra);
+    CHECK(g.sources.size() == 9 + optional + extra + measured_rate);
     // Hopper: FA2's two rates, the two half-sequences and the reference; B200: two clocks, its half-sequence and reference.
     CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 4u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));

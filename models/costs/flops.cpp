@@ -79,14 +79,17 @@ const std::optional<ElementwiseTraffic>* eager_traffic(const LayerOp& op, const 
   if (op.name == "RoPE") return &e.rope;
   if (ends("SwiGLU")) return &e.swiglu;
   if (op.name == "residual add") return &e.residual;
+  if (op.name == "cross-entropy (fp32 logits)") return &e.cross_entropy;
   return nullptr;
 }
 
 // Eager kernels move more than the fused ones: their bytes per element from the framework profile.
 void apply_eager_elementwise(std::vector<LayerOp>& ops, const EagerElementwise& e) {
   for (LayerOp& op : ops)
-    if (const std::optional<ElementwiseTraffic>* t = eager_traffic(op, e); t && *t)
+    if (const std::optional<ElementwiseTraffic>* t = eager_traffic(op, e); t && *t) {
       op.bytes = {op.elements * (*t)->forward, op.elements * (*t)->backward, 0};
+      op.unvectorized = {(*t)->unvectorized_forward, (*t)->unvectorized_backward};
+    }
 }
 
 // Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels, the
@@ -176,8 +179,12 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
     add_rope(ops, m, T, q + kv);
     // Eager grouped-query attention copies K and V out to every query head (torchtitan's repeat_kv);
     // the backward sums their gradients back per group.
-    if (c.eager && c.eager->kv_repeat_copy && kv < q)
+    // The copy reads a broadcast (expanded) view, so it is PyTorch's strided copy kernel, element by
+    // element (CUDALoops.cuh); the backward's sum over each group is a reduction.
+    if (c.eager && c.eager->kv_repeat_copy && kv < q) {
       ops.push_back(elementwise("K/V repeat", T, 2 * kv, 2 * q, kElementwiseBytes, 2 * q + 2 * kv));
+      ops.back().unvectorized[0] = {ops.back().bytes[0] / ops.back().elements};
+    }
   }
   // Scores and the weighted sum: 2·T·seq·heads·(d_qk + d_v) forward; the input gradient does twice
   // that (Qi et al. Table 1: 4s vs 8s per sbh), the scores have no weights.

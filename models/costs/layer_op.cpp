@@ -22,6 +22,7 @@ GemmShape gemm_shape(const LayerOp& op, int pass) {
 LayerOp row_chunk(const LayerOp& op, double parts) {
   LayerOp chunk = op;
   chunk.rows /= parts;
+  chunk.elements /= parts;
   for (std::size_t i = 0; i < 3; ++i) {
     chunk.flops[i] /= parts;
     chunk.bytes[i] /= parts;

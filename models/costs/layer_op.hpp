@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "models/parallel/layout.hpp"
 #include "models/spec/model_spec.hpp"
@@ -36,6 +37,9 @@ struct LayerOp {
   // Elementwise ops: the elements they write (rows × written width), what per-element traffic
   // (EagerElementwise) multiplies.
   double elements = 0;
+  // Of an elementwise op's forward and backward bytes, the kernels PyTorch runs element by element,
+  // each over `elements` (bytes per element of each; ElementwiseTraffic::unvectorized_*).
+  std::array<std::vector<double>, 2> unvectorized{};
   // Kept in 16-bit under fp8 training: DeepSeek-V3 §3.3.1 keeps the output head and the MoE gating
   // (with embedding, normalization and attention, which are not GEMMs here) in BF16 or FP32.
   bool high_precision = false;

@@ -4,9 +4,25 @@
 
 namespace plumb {
 
+namespace {
+
+// An elementwise pass's HBM time, its unvectorized kernels each at the longer of their bytes and their
+// elements (GpuSpec::unvectorized_seconds), the rest of its bytes at the HBM rate.
+double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
+  if (p > 1 || op.unvectorized[p].empty()) return gpu.hbm_seconds(op.bytes[p]);
+  double rest = op.bytes[p], seconds = 0;
+  for (double b : op.unvectorized[p]) {
+    rest -= b * op.elements;
+    seconds += gpu.unvectorized_seconds(op.elements, b * op.elements);
+  }
+  return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
+}
+
+}  // namespace
+
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training) {
   const auto p = static_cast<std::size_t>(pass);
-  const double memory = gpu.hbm_seconds(op.bytes[p]);
+  const double memory = memory_seconds(op, p, gpu);
   // Every pass that does work is a kernel launch (unfused attention's several, counted as one).
   const double overhead = op.flops[p] > 0 || op.bytes[p] > 0 ? gpu.kernel_overhead : 0.0;
   if (op.cls == OpClass::memory) return {memory + overhead, false};
@@ -47,7 +63,14 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.compiled = training.compiled;
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
   if (const EagerElementwise* eager = training.eager()) c.eager = *eager;
-  if (!training.fused_grad_accumulation) c.grad_accumulation_bytes = 2.0 + 2.0 * training.optimizer.grads;
+  if (!training.fused_grad_accumulation) {
+    c.grad_accumulation_bytes = 2.0 + 2.0 * training.optimizer.grads;
+    // Every micro-batch is priced alike: autograd's free first one as the average over the step's.
+    if (training.grad_accumulation_skips_first) {
+      const auto m = static_cast<double>(std::max<std::int64_t>(1, microbatches(layout, training)));
+      c.grad_accumulation_bytes *= (m - 1) / m;
+    }
+  }
   return c;
 }
 

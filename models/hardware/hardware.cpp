@@ -244,6 +244,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     auto sustained = r.number("sustained_compute_scale", Need::optional, 0.1, 1.0);
     g.sustained_compute_scale = sustained.value_or(1.0);
     g.sustained_compute_scale_fp8 = r.number("sustained_compute_scale_fp8", Need::optional, 0.1, 1.0);
+    auto unvectorized = r.number("unvectorized_elementwise_rate", Need::optional, 1e6, 1e15);
+    g.unvectorized_elementwise_rate = unvectorized.value_or(0.0);
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
     g.kernel_overhead = kernel_overhead.value_or(0.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
@@ -260,6 +262,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (reference_sequence) figures.emplace_back("attention_reference_sequence");
     if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
     if (kernel_overhead) figures.emplace_back("kernel_overhead");
+    if (unvectorized) figures.emplace_back("unvectorized_elementwise_rate");
     if (sustained) figures.emplace_back("sustained_compute_scale");
     if (g.sustained_compute_scale_fp8) figures.emplace_back("sustained_compute_scale_fp8");
     g.sources = read_sources(r, figures);

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 // GPU and fabric profiles (hw_profiles/) and the cluster a scenario runs on.
 #include <cstdint>
 #include <map>
@@ -81,6 +82,17 @@ struct GpuSpec {
   // The same for FP8 tensor-core work where it is measured apart (FP8 runs twice the operations per
   // clock and draws more power, so its clock can fall further); absent: sustained_compute_scale.
   std::optional<double> sustained_compute_scale_fp8;
+  // Elements per second a PyTorch elementwise kernel that is not vectorized (one element per load:
+  // casts, broadcasts, strided copies; ElementwiseTraffic::unvectorized_*) handles on the whole GPU,
+  // sustained in training; such a kernel takes the longer of its bytes over HBM and its elements
+  // over this rate. A rate of the SMs' issue, so it scales with sustained_compute_scale. 0: bytes only.
+  double unvectorized_elementwise_rate = 0;
+  // Seconds an elementwise kernel over `elements` moving `bytes` takes when it runs unvectorized.
+  double unvectorized_seconds(double elements, double bytes) const {
+    const double by_bytes = hbm_seconds(bytes);
+    if (unvectorized_elementwise_rate <= 0) return by_bytes;
+    return std::max(by_bytes, elements / (unvectorized_elementwise_rate * sustained_compute_scale));
+  }
   double sustained_scale(MathDtype dtype) const {
     return dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;
   }

@@ -11,7 +11,36 @@ double dtype_bytes(ObjectReader& r, std::string_view key, double fallback, bool 
   return r.choice<double>(key, Need::optional, options).value_or(fallback);
 }
 
-// Bytes per output element of one eager elementwise op: {"forward": B, "backward": B}.
+// The bytes per element of each unvectorized kernel of one pass, e.g. [6, 8, 4]; they are part of
+// the pass's `total` bytes, so they may not add up to more.
+std::vector<double> read_unvectorized(ObjectReader& u, std::string_view pass, double total) {
+  std::vector<double> out;
+  const Json* v = u.child(pass, Need::optional);
+  if (!v) return out;
+  const std::string pointer = u.pointer(pass);
+  if (!v->is_array()) {
+    u.error(pass, fmt::format("expected a list of bytes per element, one per kernel (e.g. [6, 8, 4]), found {}", json_brief(*v)));
+    return out;
+  }
+  double sum = 0;
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const Json& b = (*v)[i];
+    if (!b.is_number() || b.get<double>() <= 0 || b.get<double>() > 1000) {
+      u.source().error(json_pointer_append(pointer, std::to_string(i)),
+                       fmt::format("expected a kernel's bytes per element, a number in (0, 1000], found {}", json_brief(b)));
+      continue;
+    }
+    out.push_back(b.get<double>());
+    sum += out.back();
+  }
+  if (sum > total + 1e-9)
+    u.error(pass, fmt::format("the unvectorized kernels move {} bytes per element, more than the op's {} in this pass; "
+                              "they are part of it", sum, total));
+  return out;
+}
+
+// Bytes per output element of one eager elementwise op: {"forward": B, "backward": B, "unvectorized":
+// {"forward": [...], "backward": [...]}}.
 std::optional<ElementwiseTraffic> read_traffic(ObjectReader& r, std::string_view key) {
   const Json* v = r.child(key, Need::optional);
   if (!v) return std::nullopt;
@@ -20,13 +49,20 @@ std::optional<ElementwiseTraffic> read_traffic(ObjectReader& r, std::string_view
   ElementwiseTraffic t;
   t.forward = o.number("forward", Need::required, 0.0, 1000.0).value_or(0);
   t.backward = o.number("backward", Need::required, 0.0, 1000.0).value_or(0);
+  if (const Json* u = o.child("unvectorized", Need::optional)) {
+    ObjectReader ur(*u, o.pointer("unvectorized"), o.source());
+    if (ur.is_object()) {
+      t.unvectorized_forward = read_unvectorized(ur, "forward", t.forward);
+      t.unvectorized_backward = read_unvectorized(ur, "backward", t.backward);
+    }
+  }
   return t;
 }
 
-std::optional<EagerElementwise> read_eager_elementwise(ObjectReader& r) {
-  const Json* v = r.child("eager_elementwise", Need::optional);
+std::optional<EagerElementwise> read_eager_elementwise(ObjectReader& r, std::string_view key) {
+  const Json* v = r.child(key, Need::optional);
   if (!v) return std::nullopt;
-  ObjectReader o(*v, r.pointer("eager_elementwise"), r.source());
+  ObjectReader o(*v, r.pointer(key), r.source());
   if (!o.is_object()) return std::nullopt;
   EagerElementwise e;
   e.attention_norm = read_traffic(o, "attention_norm");
@@ -35,6 +71,7 @@ std::optional<EagerElementwise> read_eager_elementwise(ObjectReader& r) {
   e.rope = read_traffic(o, "rope");
   e.swiglu = read_traffic(o, "swiglu");
   e.residual = read_traffic(o, "residual");
+  e.cross_entropy = read_traffic(o, "cross_entropy");
   e.kv_repeat_copy = o.boolean("kv_repeat_copy", Need::optional).value_or(false);
   return e;
 }
@@ -83,10 +120,12 @@ TrainingSpec read_training(ObjectReader& r) {
                                     {{"bf16", Precision::bf16}, {"fp16", Precision::fp16}, {"fp8", Precision::fp8}})
                     .value_or(Precision::bf16);
   t.attention_kernel = r.choice<AttentionKernel>("attention_kernel", Need::optional, attention_kernel_words()).value_or(AttentionKernel::flash);
-  t.fused_grad_accumulation =
-      r.choice<bool>("grad_accumulation", Need::optional, {{"fused", true}, {"separate", false}}).value_or(true);
+  const auto accumulation = r.choice<int>("grad_accumulation", Need::optional, {{"fused", 0}, {"separate", 1}, {"autograd", 2}}).value_or(0);
+  t.fused_grad_accumulation = accumulation == 0;
+  t.grad_accumulation_skips_first = accumulation == 2;
   t.fused_cross_entropy = r.choice<bool>("cross_entropy", Need::optional, {{"fused", true}, {"fp32_upcast", false}}).value_or(true);
-  t.eager_elementwise = read_eager_elementwise(r);
+  t.eager_elementwise = read_eager_elementwise(r, "eager_elementwise");
+  t.compiled_elementwise = read_eager_elementwise(r, "compiled_elementwise");
   t.compiled = r.boolean("compile", Need::optional).value_or(false);
   t.host_overhead = r.quantity("host_overhead", Dimension::time, Need::optional).value_or(0.0);
   if (t.host_overhead > 0.1)

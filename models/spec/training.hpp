@@ -63,9 +63,16 @@ struct MuonSpec {
   bool bf16_expert_grads = true;
 };
 
-// HBM bytes per element of an elementwise op's output, in its forward and in its backward.
+// HBM bytes per element of an elementwise op's output, in its forward and in its backward. Of those
+// bytes, `unvectorized_*` lists the kernels PyTorch runs on its element-at-a-time paths (bytes per
+// element of each): TensorIterator vectorizes a kernel only when every operand is contiguous and of the
+// op's dtype (aten/src/ATen/native/cuda/CUDALoops.cuh gpu_kernel_impl: launch_vectorized_kernel;
+// otherwise unrolled_elementwise_kernel with casts, or the strided elementwise_kernel for broadcasts and
+// copies of non-contiguous views), and such a kernel can be bound by the elements it handles rather
+// than by HBM (GpuSpec::unvectorized_elementwise_rate).
 struct ElementwiseTraffic {
   double forward = 0, backward = 0;
+  std::vector<double> unvectorized_forward{}, unvectorized_backward{};
 };
 
 // A framework's elementwise ops as separate eager PyTorch kernels (each op of the module's Python
@@ -76,6 +83,9 @@ struct ElementwiseTraffic {
 // summed back in backward.
 struct EagerElementwise {
   std::optional<ElementwiseTraffic> attention_norm, mlp_norm, final_norm, rope, swiglu, residual;
+  // The loss over the logits (per logit): F.cross_entropy on an fp32 upcast, PyTorch's log-softmax and
+  // NLL kernels with the casts around them.
+  std::optional<ElementwiseTraffic> cross_entropy;
   bool kv_repeat_copy = false;
 };
 
@@ -101,6 +111,11 @@ struct TrainingSpec {
   // by a separate elementwise add after it (PyTorch autograd's accumulation, Megatron-LM's 2021 DDP hook
   // `main_grad.add_(grad)`), which reads the new gradient and reads and writes the accumulator.
   bool fused_grad_accumulation = true;
+  // Separate accumulation that skips the step's first micro-batch: PyTorch autograd's AccumulateGrad
+  // takes the first gradient into an empty .grad without a kernel (torch/csrc/autograd/functions/
+  // accumulate_grad.h: "If the gradient ... is not defined, we steal ... the incoming gradient"), so
+  // only the other micro-batches add; Megatron-LM's main_grad buffer, zeroed each step, adds on all.
+  bool grad_accumulation_skips_first = false;
   // How the loss is computed over the logits: fused (a vocab-parallel cross-entropy keeping the fp32
   // logits, as Megatron-LM's and Korthikanti et al.'s accounting), or, false, PyTorch's
   // F.cross_entropy on an fp32 upcast of the bf16 logits (torchtitan), whose loss momentarily holds
@@ -110,13 +125,22 @@ struct TrainingSpec {
   // (torch.compile of each block, torchtitan's [training] compile): compiled, Inductor fuses each
   // chain into about one kernel and the eager figures do not apply.
   std::optional<EagerElementwise> eager_elementwise;
+  // Ops Inductor leaves as separate kernels under torch.compile, priced by these figures when compiled:
+  // a complex multiply (torchtitan's RoPE) has no Inductor code generation and stays an aten kernel
+  // between the casts Inductor fuses (torch/_inductor/lowering.py: "Torchinductor does not support
+  // code generation for complex operators").
+  std::optional<EagerElementwise> compiled_elementwise;
   bool compiled = false;
   // The host's time to issue one of plumb's kernels (an op's pass): the framework's Python, its dispatch
   // and the launch call (training.host_overhead). The GPU waits where the host has not yet issued its
   // next kernel (models/costs Pass::issue_end); 0: the host always keeps ahead.
   double host_overhead = 0;
-  // The eager figures that price this run: none when compiled or the framework fuses its ops.
-  const EagerElementwise* eager() const { return compiled || !eager_elementwise ? nullptr : &*eager_elementwise; }
+  // The per-op figures that price this run's elementwise ops: the eager ones, or when compiled those of
+  // the ops that stay unfused; none when the framework fuses them all.
+  const EagerElementwise* eager() const {
+    const std::optional<EagerElementwise>& e = compiled ? compiled_elementwise : eager_elementwise;
+    return e ? &*e : nullptr;
+  }
   // Bytes per routed-expert weight the expert GEMMs read, when narrower than their inputs: "fp4" (E2M1
   // with a UE8M0 scale per 32: 0.5 + 1/32), as DeepSeek-V4's quantization-aware training and DeepGEMM's
   // FP8×FP4 MoE kernels use (report §3.3); 0 reads them at the GEMM's input width. Memory is unchanged
