@@ -43,8 +43,8 @@ const LayerOp& find_op(const std::vector<LayerOp>& ops, const std::string& name)
 TEST_CASE("measured on an H200: torchtitan's 8B step in PyTorch, eager and compiled, op-level and full recomputation, within 15%") {
   // Measured (CUDA events, median of 5 steps): eager-op 221.3 / 2022.4 ms at 2 / 32 layers,
   // compile-op 206.9 / 1778.8, eager-full 239.8 / 2280.2, compile-full 220.4 / 2023.4. Before the
-  // unvectorized kernels and compiled RoPE were priced, 32 layers were predicted −12.8%, −13.9%, −9.7%,
-  // −8.3%; what is left is the GEMMs and flash attention of the compiled and full-recompute runs, which
+  // unvectorized kernels, compiled RoPE and the loss were priced, 32 layers were predicted −12.8%,
+  // −13.9%, −9.7%, −9.7%; now −7.6%, −12.1%, −5.2%, −8.2%. What is left is the GEMMs and flash attention of the compiled and full-recompute runs, which
   // ran at the GPU's 700 W limit (1,395–1,770 MHz; docs/fidelity.md).
   int checked = 0;
   for (const char* file : {"torch-llama.json", "torch-llama-full.json"}) {
