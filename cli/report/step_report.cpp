@@ -70,7 +70,19 @@ std::string pricing_text(const Job& job) {
                        100 * g.attention_efficiency_of(flash2, false), 100 * g.attention_efficiency_of(flash2, true));
   }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
-  if (job.training.eager()) out += " (elementwise ops as eager PyTorch kernels)";
+  if (const EagerElementwise* e = job.training.eager()) {
+    if (!job.training.compiled) {
+      out += " (elementwise ops as eager PyTorch kernels";
+    } else {
+      std::vector<std::string_view> kept;
+      if (e->rope) kept.push_back("RoPE");
+      if (e->cross_entropy) kept.push_back("the loss");
+      out += fmt::format(" (compiled; {} as separate PyTorch kernels", fmt::join(kept, " and "));
+    }
+    if (g.unvectorized_elementwise_rate > 0)
+      out += fmt::format(", unvectorized ones at {:.0f} G elements/s", g.unvectorized_elementwise_rate * g.sustained_compute_scale / 1e9);
+    out += ")";
+  }
   if (job.training.precision == Precision::fp8) out += fmt::format(", fp8 casts {}", fp8_recipe_name(job.training.fp8_recipe));
   if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
   if (g.sustained_compute_scale_fp8) out += fmt::format(" (fp8 {:.3f}x)", *g.sustained_compute_scale_fp8);
