@@ -78,12 +78,16 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // it got faster, torchtitan 24.8% → 29.3% (max 59.4%) and async TP 26.0% → 33.2% — its float8 speedups
   // are within 0.05 of the measured, its bf16 ones over, and the vanilla rows it builds on are too fast
   // already (the term is right by PyTorch's code; the miss is in what it rests on). Megatron-Core's
-  // optimizer step passes over the gradient buffer and shard: SimuMax time 37.5% / 45.2% → 36.3% / 43.1%. When the
-  // suite was first written: SimuMax 48.2%, torchtitan 88.3%, async TP 64.3%, torchtitan memory 41.5%.
+  // optimizer step passes over the gradient buffer and shard: SimuMax time 37.5% / 45.2% → 36.3% / 43.1%.
+  // Session 28, from torchtitan's own step measured on an H200 (tests/test_torch_llama_h200.cpp): PyTorch's
+  // unvectorized elementwise kernels, RoPE and the loss under compile, the loss's log-softmax passes —
+  // torchtitan 29.3% → 27.2%, async TP 33.2% → 31.0% — and FlashAttention-2 at the rates a training step
+  // sustains (not the benchmark's): torchtitan 16.5% / 34.7%, async TP 26.3% / 49.7%. When the suite was
+  // first written: SimuMax 48.2%, torchtitan 88.3%, async TP 64.3%, torchtitan memory 41.5%.
   const Bound bounds[] = {{"sc21-table1", false, 0.05, 0.10},           {"korthikanti-2022", false, 0.05, 0.08},
                           {"deepseek-v3", false, 0.15, 0.15},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.37, 0.45},          {"torchtitan-h100-2024-12", false, 0.30, 0.60},
-                          {"torchtitan-asynctp-h100-2025-06", false, 0.34, 0.60},
+                          {"simumax-b200", false, 0.37, 0.45},          {"torchtitan-h100-2024-12", false, 0.17, 0.36},
+                          {"torchtitan-asynctp-h100-2025-06", false, 0.27, 0.51},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15}};
   for (const Bound& b : bounds) {
     const ErrorSummary s = summary(b.group, b.memory);

@@ -40,12 +40,14 @@ const LayerOp& find_op(const std::vector<LayerOp>& ops, const std::string& name)
 
 }  // namespace
 
-TEST_CASE("measured on an H200: torchtitan's 8B step in PyTorch, eager and compiled, op-level and full recomputation, within 15%") {
+TEST_CASE("measured on an H200: torchtitan's 8B step in PyTorch, eager and compiled, op-level and full recomputation, within 10%") {
   // Measured (CUDA events, median of 5 steps): eager-op 221.3 / 2022.4 ms at 2 / 32 layers,
-  // compile-op 206.9 / 1778.8, eager-full 239.8 / 2280.2, compile-full 220.4 / 2023.4. Before the
-  // unvectorized kernels, compiled RoPE and the loss were priced, 32 layers were predicted −12.8%,
-  // −13.9%, −9.7%, −9.7%; now −7.6%, −12.1%, −5.2%, −8.2%. What is left is the GEMMs and flash attention of the compiled and full-recompute runs, which
-  // ran at the GPU's 700 W limit (1,395–1,770 MHz; docs/fidelity.md).
+  // compile-op 206.9 / 1778.8, eager-full 239.8 / 2280.2, compile-full 220.4 / 2023.4. Before this
+  // session's terms, 32 layers were predicted −12.8%, −13.9%, −9.7%, −9.7%; now −3.0%, −6.9%, −0.3%,
+  // −2.7%. FlashAttention-2's efficiencies come from the eager-op profile itself (hw_profiles), so that
+  // variant agrees on attention by construction; full AC (the forward twice) and the compiled runs do not
+  // share that. What is left is the compiled runs' GEMMs and attention, 4–7% slower than eager at the same
+  // shapes (less memory-bound time between them at the 700 W limit; docs/fidelity.md).
   int checked = 0;
   for (const char* file : {"torch-llama.json", "torch-llama-full.json"}) {
     const Json doc = Json::parse(file_bytes(kDir / file));
@@ -58,7 +60,7 @@ TEST_CASE("measured on an H200: torchtitan's 8B step in PyTorch, eager and compi
         const double measured = depth.at("step_ms_median").get<double>();
         const double predicted = predicted_ms(variant, layers);
         INFO(variant, " ", layers, " layers: measured ", measured, " ms, predicted ", predicted, " ms");
-        CHECK(std::abs(predicted / measured - 1) < 0.15);
+        CHECK(std::abs(predicted / measured - 1) < 0.10);
         // plumb is faster than PyTorch everywhere: the misses left are one-sided (what the GPU's
         // clock takes under its power limit is not priced at 700 W).
         CHECK(predicted < measured);

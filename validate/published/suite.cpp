@@ -30,8 +30,9 @@ double predicted(Metric m, const Job& job, const StepReport& r) {
   return 0;
 }
 
-// The rank whose step had the most compute, with its compute split by op class in the proportions of
-// one micro-batch of the model's layers as op_time prices them (forward and both backward passes).
+// The rank whose step had the most compute, with its compute split by op class in the proportions of the
+// whole step as op_time prices it: every micro-batch through the model's layers (forward, the share
+// recomputation runs again, both backward passes) and its head, and the optimizer's update.
 StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
   StepBreakdown b;
   b.step_time = r.step_time;
@@ -51,21 +52,36 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
     auto [it, fresh] = kinds.try_emplace(job.model.layer_kind(l), l, 0.0);
     it->second.second += 1.0;
   }
-  for (const auto& [kind, layer_count] : kinds) {
-    const auto& [layer, count] = layer_count;
-    if (count <= 0) continue;
-    for (const LayerOp& op : layer_ops(job.model, layer, ctx))
+  // Each op's passes, and the share of its forward that recomputation runs again (transformer layers).
+  const Recompute& recompute = job.layout.recompute;
+  auto add_ops = [&](const std::vector<LayerOp>& ops, double count, bool transformer_layer) {
+    for (const LayerOp& op : ops) {
+      const double rerun = !transformer_layer ? 0.0 : recompute.full ? 1.0 : recompute_share(op, recompute, job.model.attention, true);
       for (int pass = 0; pass < 3; ++pass) {
-        const double t = count * op_time(op, pass, job.cluster.gpu, job.training).seconds;
+        const double runs = pass == 0 ? 1.0 + rerun : 1.0;
+        const double t = count * runs * op_time(op, pass, job.cluster.gpu, job.training).seconds;
         by_class[static_cast<std::size_t>(op.cls)] += t;
         total += t;
-        if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += count;
+        if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += count * runs;
       }
+    }
+  };
+  const auto microbatches = static_cast<double>(job.microbatches());
+  for (const auto& [kind, layer_count] : kinds) {
+    const auto& [layer, count] = layer_count;
+    if (count > 0) add_ops(layer_ops(job.model, layer, ctx), microbatches * count, true);
+  }
+  add_ops(head_ops(job.model, ctx), microbatches, false);  // the final norm, the output head and the loss
+  // The optimizer's update on every stage, once a step: memory-bound, but for Muon's Newton–Schulz GEMMs.
+  const StepCosts costs = step_costs(job);
+  for (const StageCost& s : costs.stages) {
+    by_class[static_cast<std::size_t>(OpClass::memory)] += s.optimizer - s.newton_schulz;
+    by_class[static_cast<std::size_t>(OpClass::gemm)] += s.newton_schulz;
+    total += s.optimizer;
   }
   // The GPU's waits on the host, in the share of compute the stages' passes spend on them.
   if (job.training.host_overhead > 0) {
     double waits = 0, passes = 0;
-    const StepCosts costs = step_costs(job);
     for (const StageCost& s : costs.stages)
       for (const Pass* p : {&s.forward, &s.backward}) waits += p->host_wait, passes += p->compute();
     if (passes > 0) b.host_wait = b.compute * waits / passes;
