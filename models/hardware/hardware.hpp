@@ -1,6 +1,6 @@
 #pragma once
-#include <algorithm>
 // GPU and fabric profiles (hw_profiles/) and the cluster a scenario runs on.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -33,7 +33,7 @@ double predicted(Metric m, const Job& job, const StepReport& r) {
 // The rank whose step had the most compute, with its compute split by op class in the proportions of the
 // whole step as op_time prices it: every micro-batch through the model's layers (forward, the share
 // recomputation runs again, both backward passes) and its head, and the optimizer's update.
-StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
+StepBreakdown breakdown_of(const Job& job, const StepCosts& costs, const StepReport& r) {
   StepBreakdown b;
   b.step_time = r.step_time;
   const RankStep* busiest = &r.ranks.front();
@@ -73,7 +73,6 @@ StepBreakdown breakdown_of(const Job& job, const StepReport& r) {
   }
   add_ops(head_ops(job.model, ctx), microbatches, false);  // the final norm, the output head and the loss
   // The optimizer's update on every stage, once a step: memory-bound, but for Muon's Newton–Schulz GEMMs.
-  const StepCosts costs = step_costs(job);
   for (const StageCost& s : costs.stages) {
     by_class[static_cast<std::size_t>(OpClass::memory)] += s.optimizer - s.newton_schulz;
     by_class[static_cast<std::size_t>(OpClass::gemm)] += s.newton_schulz;
@@ -130,7 +129,7 @@ CaseResult run_case(const PublishedCase& c) {
     StepReport report = make_step_report(c.job, sim, costs);
     out.fits = report.fits;
     for (const Measured& m : c.measured) out.metrics.push_back({m.metric, m.value, predicted(m.metric, c.job, report)});
-    out.breakdown = breakdown_of(c.job, report);
+    out.breakdown = breakdown_of(c.job, costs, report);
   } catch (const std::exception& e) {
     out.failure = e.what();
   }
