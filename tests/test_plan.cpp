@@ -226,3 +226,31 @@ TEST_CASE("a base with async TP and fp8 all-gathers keeps them where TP runs and
   CHECK(has("TP1 "));
   CHECK(has("TP8 "));
 }
+
+TEST_CASE("without a pipeline a layout is listed once, not once per schedule") {
+  // At pp 1 GPipe, 1F1B and the zero-bubble schedules all run each micro-batch's forward then its
+  // backward: one entry (1F1B), the others turned down with the reason; DualPipe, which overlaps a
+  // forward with a backward, stays a layout of its own.
+  Job base = scenario("mixtral-8x7b-256xh100.json",
+                      {"plan.pp=[1, 2]", "plan.tp=[1]", "plan.ep=[8]", "plan.zero=[1]", "plan.micro_batch=[1]",
+                       "plan.recompute=[\"none\"]", "plan.moe_execution=[\"separate\"]", "plan.vp=[1]",
+                       "plan.schedule=[\"gpipe\", \"1f1b\", \"zb-h1\", \"zb-v\", \"dualpipe\"]", "plan.top=0"});
+  PlanSpace space = read_plan_space(base);
+  PlanOutcome o = run_plan(base, space, PlanOptions{});
+  std::map<std::string, int> pp1;
+  for (const PlanResult& r : o.ranked)
+    if (r.layout.find(" PP1 ") != std::string::npos)
+      for (const char* s : {" gpipe ", " 1f1b ", " zb-h1 ", " zb-v ", " dualpipe "})
+        if (r.layout.find(s) != std::string::npos) ++pp1[s];
+  CHECK(pp1[" 1f1b "] == 1);
+  CHECK(pp1[" gpipe "] == 0);
+  CHECK(pp1[" zb-h1 "] == 0);
+  CHECK(pp1[" zb-v "] == 0);
+  int pp2 = 0;  // with a pipeline every schedule is its own layout (GPipe's does not fit here)
+  for (const PlanResult& r : o.ranked) pp2 += r.layout.find(" PP2 ") != std::string::npos;
+  CHECK(pp2 == 4);
+  std::uint64_t deduplicated = 0;
+  for (const auto& [reason, rejection] : o.rejected)
+    if (reason.key() == "/parallel/schedule") deduplicated += rejection.count;
+  CHECK(deduplicated == 3);
+}

@@ -214,11 +214,31 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index) {
   return p;
 }
 
+namespace {
+// The schedule that stands for all the non-overlapping ones at pp 1: 1F1B where the space has it,
+// else the first such schedule in the space.
+ScheduleKind pipeline_free_schedule(const PlanSpace& s) {
+  for (ScheduleKind k : s.schedule)
+    if (k == ScheduleKind::one_f_one_b) return k;
+  for (ScheduleKind k : s.schedule)
+    if (!schedule_family(k).overlaps_pairs) return k;
+  return ScheduleKind::one_f_one_b;
+}
+}  // namespace
+
 std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& p, std::string* why) {
   const ScheduleKind kind = s.schedule[p.schedule];
   const std::int64_t vp = s.vp[p.vp];
   if (vp > 1 && !schedule_family(kind).interleaves) {
     *why = "/parallel/vp: virtual stages only for the interleaved schedule";
+    return std::nullopt;
+  }
+  // Without a pipeline the schedules that do not overlap forward-and-backward pairs all run the same
+  // step (each micro-batch's forward then its backward); the layout is listed once, under 1F1B where
+  // the space has it.
+  if (s.pp[p.pp] == 1 && !schedule_family(kind).overlaps_pairs && kind != pipeline_free_schedule(s)) {
+    *why = fmt::format("/parallel/schedule: without a pipeline (pp 1) {} runs the same step as {}; the layout is listed once, as {}",
+                       schedule_name(kind), schedule_name(pipeline_free_schedule(s)), schedule_name(pipeline_free_schedule(s)));
     return std::nullopt;
   }
   Job job = base;
