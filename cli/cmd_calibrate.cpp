@@ -137,6 +137,7 @@ int run_calibrate_trace(const Args& args) {
   Job calibrated = job;
   SourceFile out_src{args.value("-o"), {}, &d, {}};
   calibrated.cluster.gpu = *read_gpu(c.profile, "", out_src);
+  set_job_size(calibrated.cluster);
   if (c.host_overhead) calibrated.training.host_overhead = *c.host_overhead;
   if (collectives) calibrated.cluster.fabric = *read_fabric(fabric.profile, "", out_src);
   d.throw_if_any();

@@ -48,7 +48,10 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
                               (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
                               g.sources.count("attention_half_sequence") + g.attention_flash2_half_sequence.has_value() +
                               g.sources.count("attention_reference_sequence");
-    CHECK(g.sources.size() == 9 + optional + extra + measured_rate);
+    // The chip-to-chip spread: on every GPU (measured on V100 and A100, carried to the others).
+    CHECK(g.sources.count("chip_spread") == 1);
+    CHECK(g.chip_spread == doctest::Approx(0.0171));
+    CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1);
     // Hopper: FA2's two rates, the two half-sequences and the reference; B200: two clocks, its half-sequence and reference.
     CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 4u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));
@@ -335,4 +338,33 @@ TEST_CASE("FlashAttention-2 on Hopper: its own rates as a training step sustains
   CHECK(gpu("h100-sxm-96gb-500w").attention_efficiency_of(true, true) == h100.attention_efficiency_of(true, true));
   const GpuSpec a100 = gpu("a100-sxm-80gb");
   CHECK(a100.attention_efficiency_of(true, false) == a100.attention_efficiency_of(false, false));
+}
+
+TEST_CASE("a synchronous job runs at its slowest chip's pace: the expected largest of n normal draws") {
+  // Closed forms and tabulated values of the expected maximum of n standard normals (Tippett 1925, Harter 1961; n = 2:
+  // 1/√π, n = 3: 3/(2√π)).
+  CHECK(expected_max_standard_normal(1) == 0.0);
+  CHECK(expected_max_standard_normal(2) == doctest::Approx(1 / std::sqrt(M_PI)).epsilon(1e-7));
+  CHECK(expected_max_standard_normal(3) == doctest::Approx(3 / (2 * std::sqrt(M_PI))).epsilon(1e-7));
+  CHECK(expected_max_standard_normal(10) == doctest::Approx(1.5387527).epsilon(1e-6));
+  CHECK(expected_max_standard_normal(100) == doctest::Approx(2.5075937).epsilon(1e-6));
+  CHECK(expected_max_standard_normal(1000) == doctest::Approx(3.24144).epsilon(1e-5));
+  // One GPU is its own pace; 8 and 2,048 H100s at the chips' 1.71% spread; the scenario's own spread wins.
+  Cluster c;
+  c.gpu = gpu("h100-sxm");
+  c.fabric.gpus_per_node = 1;
+  c.nodes = 1;
+  set_job_size(c);
+  CHECK(c.gpu.slowest_chip_scale == 1.0);
+  c.nodes = 8;
+  set_job_size(c);
+  CHECK(c.gpu.slowest_chip_scale == doctest::Approx(1 - 0.0171 * 1.4236).epsilon(1e-4));
+  c.nodes = 2048;
+  set_job_size(c);
+  const double big = c.gpu.slowest_chip_scale;
+  CHECK(big == doctest::Approx(1 - 0.0171 * 3.4418).epsilon(1e-4));
+  CHECK(c.gpu.sustained_scale(MathDtype::bf16) == doctest::Approx(big));
+  c.chip_spread = 0.0;
+  set_job_size(c);
+  CHECK(c.gpu.slowest_chip_scale == 1.0);
 }

@@ -343,8 +343,11 @@ TEST_CASE("plumb's DualPipe F&B pair for the traced setup beside the DeepSeek-V3
   const TraceComparison c = compare_trace(job, trace, 1);
   CHECK(c.layers == 4);
   REQUIRE(c.pair);
-  // The prediction is the step's own F&B pair: stage 1's forward beside stage 2's backward.
-  const StepCosts costs = step_costs(job);
+  // The prediction is the step's own F&B pair: stage 1's forward beside stage 2's backward, on the
+  // traced rank's own chip (not at the pace of the job's slowest).
+  Job own = job;
+  own.cluster.gpu.slowest_chip_scale = 1.0;
+  const StepCosts costs = step_costs(own);
   CHECK(c.predicted_span == costs.stages[1].fb_overlap);
   CHECK(c.measured_span == doctest::Approx(0.129012));
   // A regression guard on a real measurement, not a fit: −14.4% today (the same shortfall as the whole

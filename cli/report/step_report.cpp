@@ -80,12 +80,16 @@ std::string pricing_text(const Job& job) {
       out += fmt::format(" (compiled; {} as separate PyTorch kernels", fmt::join(kept, " and "));
     }
     if (g.unvectorized_elementwise_rate > 0)
-      out += fmt::format(", unvectorized ones at {:.0f} G elements/s", g.unvectorized_elementwise_rate * g.sustained_compute_scale / 1e9);
+      out += fmt::format(", unvectorized ones at {:.0f} G elements/s",
+                         g.unvectorized_elementwise_rate * g.sustained_compute_scale * g.slowest_chip_scale / 1e9);
     out += ")";
   }
   if (job.training.precision == Precision::fp8) out += fmt::format(", fp8 casts {}", fp8_recipe_name(job.training.fp8_recipe));
   if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
   if (g.sustained_compute_scale_fp8) out += fmt::format(" (fp8 {:.3f}x)", *g.sustained_compute_scale_fp8);
+  if (g.slowest_chip_scale < 1.0)
+    out += fmt::format(", the slowest of {} chips at {:.3f}x a typical one (chip spread {:.2f}%)", job.cluster.gpus(), g.slowest_chip_scale,
+                       100 * job.cluster.chip_spread.value_or(g.chip_spread));
   if (g.kernel_overhead > 0) out += fmt::format(", {:.1f} us a kernel", g.kernel_overhead * 1e6);
   if (job.training.host_overhead > 0)
     out += fmt::format("; the host {:.1f} us a kernel (training.host_overhead: the GPU waits where the host is behind)",

@@ -244,6 +244,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     auto sustained = r.number("sustained_compute_scale", Need::optional, 0.1, 1.0);
     g.sustained_compute_scale = sustained.value_or(1.0);
     g.sustained_compute_scale_fp8 = r.number("sustained_compute_scale_fp8", Need::optional, 0.1, 1.0);
+    auto spread = r.number("chip_spread", Need::optional, 0.0, 0.2);
+    g.chip_spread = spread.value_or(0.0);
     auto unvectorized = r.number("unvectorized_elementwise_rate", Need::optional, 1e6, 1e15);
     g.unvectorized_elementwise_rate = unvectorized.value_or(0.0);
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
@@ -265,6 +267,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (unvectorized) figures.emplace_back("unvectorized_elementwise_rate");
     if (sustained) figures.emplace_back("sustained_compute_scale");
     if (g.sustained_compute_scale_fp8) figures.emplace_back("sustained_compute_scale_fp8");
+    if (r.has("chip_spread")) figures.emplace_back("chip_spread");  // its source is no unknown key, even when it is wrong
     g.sources = read_sources(r, figures);
   });
 }
@@ -329,10 +332,12 @@ std::optional<Cluster> read_cluster(const Json& value, const std::string& pointe
   if (const Json* g = r.child("gpu", Need::required)) gpu = read_gpu(*g, r.pointer("gpu"), file);
   c.nodes = r.integer("nodes", Need::required, 1, 1'000'000).value_or(1);
   if (const Json* f = r.child("fabric", Need::required)) fabric = read_fabric(*f, r.pointer("fabric"), file);
+  c.chip_spread = r.number("chip_spread", Need::optional, 0.0, 0.2);
   r.finish();
   if (!gpu || !fabric) return std::nullopt;
   c.gpu = std::move(*gpu);
   c.fabric = std::move(*fabric);
+  set_job_size(c);
   return c;
 }
 

@@ -91,11 +91,19 @@ struct GpuSpec {
   double unvectorized_seconds(double elements, double bytes) const {
     const double by_bytes = hbm_seconds(bytes);
     if (unvectorized_elementwise_rate <= 0) return by_bytes;
-    return std::max(by_bytes, elements / (unvectorized_elementwise_rate * sustained_compute_scale));
+    return std::max(by_bytes, elements / (unvectorized_elementwise_rate * sustained_compute_scale * slowest_chip_scale));
   }
   double sustained_scale(MathDtype dtype) const {
-    return dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;
+    const double own = dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;
+    return own * slowest_chip_scale;
   }
+  // How much the sustained tensor-core throughput of chips of this SKU differs from chip to chip at
+  // their power limit (a coefficient of variation): the same clocks and limit bring some dies to a
+  // lower clock than others, and a chip keeps its place day after day. 0: every chip alike.
+  double chip_spread = 0;
+  // The throughput of a job's slowest chip over the profile's typical one (set_job_size): a synchronous
+  // step waits for its slowest GPU at every collective, so every rank computes at that pace.
+  double slowest_chip_scale = 1.0;
   // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
   std::optional<double> attention_efficiency;
   // The same for its backward pass; absent: attention_efficiency.
@@ -156,8 +164,17 @@ struct Cluster {
   GpuSpec gpu;
   FabricSpec fabric;
   std::int64_t nodes = 0;
+  // The scenario's own chip_spread for these GPUs (cluster.chip_spread), over the profile's.
+  std::optional<double> chip_spread;
   std::int64_t gpus() const { return nodes * fabric.gpus_per_node; }
 };
+
+// The expected largest of n independent standard normal draws (0 for one draw, 1/√π for two).
+double expected_max_standard_normal(std::int64_t n);
+// Sets the GPU's slowest_chip_scale for the cluster's GPUs drawn from the SKU: 1 − chip spread × the
+// expected largest of gpus() standard normal draws (the job runs at its slowest chip's pace). Call it
+// whenever the GPU or the node count changes.
+void set_job_size(Cluster& cluster);
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src);
 // A GPU (or, with `fabric`, fabric) profile file as plumb reads it: loaded and laid over the profile

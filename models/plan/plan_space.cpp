@@ -250,6 +250,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
     return std::nullopt;
   }
   job.cluster.nodes = gpus / gpn;
+  set_job_size(job.cluster);
   ParallelLayout& l = job.layout;
   l.tp = s.tp[p.tp];
   l.pp = s.pp[p.pp];

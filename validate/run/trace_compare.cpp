@@ -13,7 +13,11 @@
 
 namespace plumb {
 
-StagePrediction predict_stage(const Job& job, std::int64_t stage) {
+StagePrediction predict_stage(const Job& job_in, std::int64_t stage) {
+  // A trace holds one rank's kernels at its own chip's pace: priced at the profile's typical chip, not
+  // at the job's slowest (GpuSpec::slowest_chip_scale), as plumb calibrate --trace fits them.
+  Job job = job_in;
+  job.cluster.gpu.slowest_chip_scale = 1.0;
   const std::vector<StagePlan> plans = stage_plans(job.layout, job.model.mtp_depth);
   if (stage < 0 || stage >= static_cast<std::int64_t>(plans.size()) || plans[static_cast<std::size_t>(stage)].layers < 1)
     throw InputError({Diagnostic{"--stage", "", fmt::format("stage {} is not one of the {} stages of {} that hold transformer layers", stage,

@@ -113,6 +113,7 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   f.nics_per_node = 1;
   f.nic_rate = f.nvlink_effective_per_gpu.value();
   job.cluster.nodes = 1;
+  g.slowest_chip_scale = 1.0;  // one chip runs every virtual stage
 
   finalize_layout(p, m, job.cluster, job.training, src);
   std::string why;
