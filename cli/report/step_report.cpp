@@ -118,6 +118,7 @@ Json step_report_json(const Job& job, const StepReport& r) {
           {"framework", framework},
           {"gpu_profile", job.cluster.gpu.id},
           {"gpus", job.layout.gpus()},
+          {"slowest_chip_scale", job.cluster.gpu.slowest_chip_scale},
           {"schedule", std::string(schedule_name(job.layout.schedule))},
           {"microbatches", job.microbatches()},
           {"step_time_s", r.step_time},
