@@ -22,7 +22,8 @@ const Command& ops_command() {
        "Every op of one layer per pipeline stage, as one GPU runs it for one micro-batch: FLOPs and bytes\n"
        "of the forward, input-gradient and weight-gradient passes, roofline time at the datasheet peaks\n"
        "times the GPU profile's measured efficiencies (GEMMs by size and dtype, fused attention forward and\n"
-       "backward, HBM) and whether it is compute- or memory-bound.",
+       "backward, HBM), tensor-core work at the pace of the job's slowest chip (the profile's chip_spread),\n"
+       "and whether it is compute- or memory-bound.",
        {"SCENARIO"},
        {{"--json", "", "print stages[i].ops[j].{name, forward, input_grad, weight_grad}.{flops, bytes, time_s, bound}"},
         {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true}}},

@@ -62,7 +62,8 @@ Json ops_report_json(const Job& job) {
     stages.push_back(std::move(stage));
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient, and its grouped model for grouped expert GEMMs, where it has them), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; attention_flash2_efficiency and attention_flash2_backward_efficiency under attention_kernel flash2), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead"},
+          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient, and its grouped model for grouped expert GEMMs, where it has them), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; attention_flash2_efficiency and attention_flash2_backward_efficiency under attention_kernel flash2), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead; tensor-core work at the pace of the job's slowest chip (slowest_chip_scale, from chip_spread)"},
+          {"slowest_chip_scale", job.cluster.gpu.slowest_chip_scale},
           {"stages", stages}};
 }
 
@@ -85,11 +86,15 @@ std::string ops_report_table(const Job& job) {
   std::string out = fmt::format(
       "{} — ops of one layer per stage, per micro-batch of {:.0f} tokens on one GPU ({} · TP{} EP{} · {})\n"
       "times: roofline — GEMMs at the profile's measured GEMM efficiency ({}), fused attention at\n"
-      "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth{}; F forward, dX input gradient,\n"
+      "its forward and backward efficiency, elementwise ops at its achievable HBM bandwidth{}{}; F forward, dX input gradient,\n"
       "dW weight gradient\n",
       job.name, c.tokens, job.cluster.gpu.name, job.layout.tp, job.layout.ep, precision_name(job.training.precision),
       gemm_pricing(job.cluster.gpu, c.fp8_quantization ? MathDtype::fp8 : MathDtype::bf16),
-      job.cluster.gpu.kernel_overhead > 0 ? fmt::format(", each kernel {:.1f} us more", job.cluster.gpu.kernel_overhead * 1e6) : "");
+      job.cluster.gpu.kernel_overhead > 0 ? fmt::format(", each kernel {:.1f} us more", job.cluster.gpu.kernel_overhead * 1e6) : "",
+      job.cluster.gpu.slowest_chip_scale < 1.0
+          ? fmt::format(";\ntensor-core work at the pace of the slowest of the job's {} chips ({:.3f}x a typical one)", job.cluster.gpus(),
+                        job.cluster.gpu.slowest_chip_scale)
+          : "");
   std::vector<StageOps> stages = stage_ops(job);
   std::size_t width = 34;  // the op column fits the longest name
   for (const StageOps& so : stages)
