@@ -87,10 +87,11 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Session 29: every job at the pace of its slowest chip (chip_spread, 1.71% from the V100 SGEMM
   // measurement of Sinha et al., SC'22): torchtitan 16.5% → 13.2%, async TP 26.3% → 22.9%, DeepSeek-V3
   // −14.2% → −10.5%, SC'21 4.0% / 8.4% → 2.7% / 5.9%, SimuMax 36.3% → 35.0%; Korthikanti 3.5% / 6.8% →
-  // 4.3% / 9.5% (its 1T rows on 512 GPUs, whose larger GEMMs the A100's one efficiency does not reward).
+  // 4.3% / 9.5% (its 1T rows on 512 GPUs, whose larger GEMMs the A100's one efficiency does not reward);
+  // torchtitan's foreach AdamW passes (December 2024): torchtitan 13.2% → 13.0%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.36, 0.43},          {"torchtitan-h100-2024-12", false, 0.14, 0.29},
+                          {"simumax-b200", false, 0.36, 0.43},          {"torchtitan-h100-2024-12", false, 0.135, 0.29},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.24, 0.48},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15}};
   for (const Bound& b : bounds) {
