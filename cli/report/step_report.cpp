@@ -81,7 +81,7 @@ std::string pricing_text(const Job& job) {
     }
     if (g.unvectorized_elementwise_rate > 0)
       out += fmt::format(", unvectorized ones at {:.0f} G elements/s",
-                         g.unvectorized_elementwise_rate * g.sustained_compute_scale * g.slowest_chip_scale / 1e9);
+                         g.unvectorized_elementwise_rate * g.sustained_scale(MathDtype::bf16) / 1e9);
     out += ")";
   }
   if (job.training.precision == Precision::fp8) out += fmt::format(", fp8 casts {}", fp8_recipe_name(job.training.fp8_recipe));

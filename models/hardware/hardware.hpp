@@ -91,7 +91,7 @@ struct GpuSpec {
   double unvectorized_seconds(double elements, double bytes) const {
     const double by_bytes = hbm_seconds(bytes);
     if (unvectorized_elementwise_rate <= 0) return by_bytes;
-    return std::max(by_bytes, elements / (unvectorized_elementwise_rate * sustained_compute_scale * slowest_chip_scale));
+    return std::max(by_bytes, elements / (unvectorized_elementwise_rate * sustained_scale(MathDtype::bf16)));
   }
   double sustained_scale(MathDtype dtype) const {
     const double own = dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;

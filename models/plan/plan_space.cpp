@@ -236,10 +236,13 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   // Without a pipeline the schedules that do not overlap forward-and-backward pairs all run the same
   // step (each micro-batch's forward then its backward); the layout is listed once, under 1F1B where
   // the space has it.
-  if (s.pp[p.pp] == 1 && !schedule_family(kind).overlaps_pairs && kind != pipeline_free_schedule(s)) {
-    *why = fmt::format("/parallel/schedule: without a pipeline (pp 1) {} runs the same step as {}; the layout is listed once, as {}",
-                       schedule_name(kind), schedule_name(pipeline_free_schedule(s)), schedule_name(pipeline_free_schedule(s)));
-    return std::nullopt;
+  if (s.pp[p.pp] == 1 && !schedule_family(kind).overlaps_pairs) {
+    const ScheduleKind kept = pipeline_free_schedule(s);
+    if (kind != kept) {
+      *why = fmt::format("/parallel/schedule: without a pipeline (pp 1) {} runs the same step as {}; the layout is listed once, as {}",
+                         schedule_name(kind), schedule_name(kept), schedule_name(kept));
+      return std::nullopt;
+    }
   }
   Job job = base;
   job.cluster.gpu = s.gpu[p.gpu];
