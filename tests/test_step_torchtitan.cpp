@@ -167,9 +167,70 @@ TEST_CASE("torchtitan's float8 tensorwise TP gathers fp8: each sequence-parallel
   // Forward: two gathers a layer (attention and MLP inputs) and the head's; their DTensor copies halve too.
   const double gathers = 32 * 2 + 1;
   CHECK(relative(b.forward.comm(CommKind::tp) - a.forward.comm(CommKind::tp), gathers * saved) < 1e-9);
-  CHECK(relative(b.forward.compute() - a.forward.compute(), gathers * fp8.cluster.gpu.hbm_seconds(bytes)) < 1e-9);
+  // Without the module-input cast (PrepareFloat8ModuleInput) each of wq, wk, wv and w1, w3 casts the
+  // gathered input for itself: 2 + 1 more compiled tensorwise casts a layer, 4 bytes an element.
+  const double casts = 32 * 3 * fp8.cluster.gpu.hbm_seconds(bytes / 2 * 4);
+  CHECK(relative(b.forward.compute() - a.forward.compute(), gathers * fp8.cluster.gpu.hbm_seconds(bytes) + casts) < 1e-9);
   // Backward: the two output-gradient gathers of each layer (attention out and MLP down projections).
   CHECK(relative(b.input_grad.comm(CommKind::tp) - a.input_grad.comm(CommKind::tp), 32 * 2 * saved) < 1e-9);
   // Only with fp8 and sequence parallelism.
   CHECK_THROWS_AS(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json", {"parallel.fp8_all_gathers=true"}), InputError);
+}
+
+TEST_CASE("torchtitan's separate wq, wk, wv and w1, w3: one GEMM each over the whole input, and under float8 one cast each") {
+  // torchtitan's Llama (model.py at f6a9daa and 820504e) builds wq, wk, wv and w1, w3 as separate
+  // nn.Linear modules; Megatron-LM fuses them (linear_qkv, linear_fc1).
+  const std::string file = "published/torchtitan-asynctp-8b-float8-rowwise-vanilla-tp.json";
+  const Job job = scenario(file), fused = scenario(file, {"training.projections=fused"});
+  REQUIRE(job.training.separate_projections);
+  CHECK_FALSE(scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc4.json").training.separate_projections);
+  const GpuSpec& gpu = job.cluster.gpu;
+  const OpContext ctx = op_context(job.layout, job.training, gpu), fctx = op_context(fused.layout, fused.training, gpu);
+  std::map<std::string, LayerOp> ops, fops;
+  for (LayerOp& op : layer_ops(job.model, 0, ctx)) ops.emplace(op.name, op);
+  for (LayerOp& op : layer_ops(fused.model, 0, fctx)) fops.emplace(op.name, op);
+  // Llama 3.1 8B at TP8: wq 32 heads / 8 × 128 wide, wk and wv 8 / 8 × 128; w1 and w3 14336 / 8.
+  const LayerOp& qkv = ops.at("qkv projection");
+  CHECK(qkv.parts == std::vector<double>{512, 128, 128});
+  CHECK(ops.at("gate+up projection").parts == std::vector<double>{1792, 1792});
+  CHECK(fops.at("qkv projection").parts.empty());
+  // Each part a kernel at its own shape, reading the whole gathered input: the weight gradient of wk is
+  // in × 128 over K = 98,304 tokens, priced as its own GEMM; the three sum to the op's time.
+  const double peak = gpu.peak_dense.at(MathDtype::fp8) * gpu.sustained_scale(MathDtype::fp8);
+  for (int pass = 0; pass < 3; ++pass) {
+    double sum = 0;
+    for (double width : qkv.parts) {
+      LayerOp one = qkv;
+      one.parts.clear();
+      one.out = width;
+      const GemmShape g = gemm_shape(one, pass);
+      const double flops = 2 * qkv.rows * qkv.in * width, bytes = qkv.bytes[static_cast<std::size_t>(pass)] *
+                                                                  (qkv.rows * qkv.in + qkv.in * width + qkv.rows * width) /
+                                                                  (qkv.rows * qkv.in + qkv.in * qkv.out + qkv.rows * qkv.out);
+      sum += std::max(flops / (peak * gpu.gemm_efficiency_of(g.m, g.n, g.k, 1, MathDtype::fp8, pass == 2)), gpu.hbm_seconds(bytes)) +
+             gpu.kernel_overhead;
+    }
+    CHECK(op_time(qkv, pass, gpu, job.training).seconds == doctest::Approx(sum).epsilon(1e-12));
+  }
+  // Slower than one fused GEMM: wk and wv are 128 wide and read the whole 98,304 × 4096 input.
+  CHECK(op_time(qkv, 0, gpu, job.training).seconds > 1.2 * op_time(fops.at("qkv projection"), 0, gpu, fused.training).seconds);
+  // Rowwise float8 without TP's module-input cast: each linear casts the input (6 bytes an element
+  // compiled) and rescales its own input gradient (4 bytes an input element each).
+  const double in = qkv.rows * qkv.in;
+  const auto& cast = ops.at("fp8 quantize (qkv projection input)").bytes, fcast = fops.at("fp8 quantize (qkv projection input)").bytes;
+  CHECK(cast[0] - fcast[0] == doctest::Approx(2 * in * 6));
+  CHECK(cast[1] - fcast[1] == doctest::Approx(2 * in * 4));
+  CHECK(ops.at("fp8 quantize (gate+up projection input)").bytes[0] - fops.at("fp8 quantize (gate+up projection input)").bytes[0] ==
+        doctest::Approx(in * 6));
+  // Tensorwise with fp8 all-gathers casts the module's input once, before the gather.
+  const Job tw = scenario("published/torchtitan-asynctp-8b-float8-tensorwise-vanilla-tp.json");
+  const Job twf = scenario("published/torchtitan-asynctp-8b-float8-tensorwise-vanilla-tp.json", {"training.projections=fused"});
+  auto cast_of = [](const Job& j) {
+    for (const LayerOp& op : layer_ops(j.model, 0, op_context(j.layout, j.training, j.cluster.gpu)))
+      if (op.name == "fp8 quantize (qkv projection input)") return op.bytes[0];
+    return 0.0;
+  };
+  CHECK(cast_of(tw) == doctest::Approx(cast_of(twf)));
+  // A bad word is refused with the JSON path.
+  CHECK_THROWS_AS(scenario(file, {"training.projections=split"}), InputError);
 }

@@ -25,10 +25,12 @@ namespace {
 // run cuBLAS's tensorwise kernel with unit scales and rescale the output after it (torchao/float8/
 // float8_ops.py addmm_float8_unwrapped, "the rowwise CUTLASS-based kernel is so slow without
 // fast-accum"): the input gradient and the weight gradient read and written once more in bf16.
-std::array<double, 3> torchao_cast_bytes(const LayerOp& op, double in, double grad, const OpContext& c) {
+// `linears` Float8Linear modules read the input (OpContext::separate_projections): each casts it
+// (`in` elements) for itself unless `casts` is 1, and each rescales its own input gradient.
+std::array<double, 3> torchao_cast_bytes(const LayerOp& op, double in, double grad, double linears, double casts, const OpContext& c) {
   const double weights = op.in * op.out * op.groups, fused = c.compiled ? 2.0 : 0.0;
-  if (c.fp8_recipe == Fp8Recipe::tensorwise) return {in * (6 - fused) + weights * 5, grad * (6 - fused) + weights * 3, 0};
-  return {in * (8 - fused) + weights * 3, grad * (8 - fused) + weights * 7 + op.rows * op.in * 4, weights * 4};
+  if (c.fp8_recipe == Fp8Recipe::tensorwise) return {in * casts * (6 - fused) + weights * 5, grad * (6 - fused) + weights * 3, 0};
+  return {in * casts * (8 - fused) + weights * 3, grad * (8 - fused) + weights * 7 + linears * op.rows * op.in * 4, weights * 4};
 }
 
 void add_fp8_quantization(std::vector<LayerOp>& ops, const OpContext& c) {
@@ -42,7 +44,9 @@ void add_fp8_quantization(std::vector<LayerOp>& ops, const OpContext& c) {
       double forward = op.shares_input ? 0.0 : (op.quantize_rows < 0 ? op.rows : op.quantize_rows) * op.in * 3;
       LayerOp q{(expert ? std::string(kExpertPrefix) : std::string()) + "fp8 quantize (" + gemm + " input)",
                 OpClass::memory, {0, 0, 0}, {forward, grad * 3, (op.shares_input ? 0.0 : in) * 2 + grad * 2}};
-      if (c.fp8_recipe != Fp8Recipe::blockwise) q.bytes = torchao_cast_bytes(op, op.shares_input ? 0.0 : in, grad, c);
+      const double linears = std::max<double>(1.0, static_cast<double>(op.parts.size()));
+      if (c.fp8_recipe != Fp8Recipe::blockwise)
+        q.bytes = torchao_cast_bytes(op, op.shares_input ? 0.0 : in, grad, linears, c.one_input_cast ? 1.0 : linears, c);
       q.before = op.before;
       op.before = CommPoint::none;
       out.push_back(std::move(q));
@@ -100,13 +104,15 @@ void add_kernels_around_gemms(std::vector<LayerOp>& ops, const OpContext& c) {
   if (c.eager) apply_eager_elementwise(ops, *c.eager);
 }
 
-// `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel).
+// `tp_region` is tp_enter when the MLP is tensor-parallel (its first GEMM column-, its last row-parallel);
+// `separate`: the gate and up projections run as two linears (OpContext::separate_projections).
 void add_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, MlpKind kind, double rows, double f, double shard, double e,
-             const std::string& prefix, CommPoint tp_region) {
+             const std::string& prefix, CommPoint tp_region, bool separate = false) {
   double h = static_cast<double>(m.hidden);
   if (kind == MlpKind::swiglu) {
     ops.push_back(gemm(prefix + "gate+up projection", rows, h, 2 * f / shard, e));
     ops.back().sums_input_grads = true;
+    if (separate) ops.back().parts = {f / shard, f / shard};
     ops.push_back(elementwise(prefix + "SwiGLU", rows, 2 * f / shard, f / shard));
   } else {
     ops.push_back(gemm(prefix + "up projection", rows, h, f / shard, e));
@@ -176,6 +182,7 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
     double q = heads * static_cast<double>(a.head_dim), kv = static_cast<double>(a.kv_heads) / tp * static_cast<double>(a.head_dim);
     ops.push_back(gemm("qkv projection", T, h, q + 2 * kv, e));
     ops.back().sums_input_grads = true;
+    if (c.separate_projections) ops.back().parts = {q, kv, kv};
     add_rope(ops, m, T, q + kv);
     // Eager grouped-query attention copies K and V out to every query head (torchtitan's repeat_kv);
     // the backward sums their gradients back per group.
@@ -217,7 +224,7 @@ void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t 
   add_stream_mix_in(ops, m, T / sp, "MLP");
   ops.push_back(elementwise("MLP norm", T / sp, h, h));
   if (!m.is_moe_layer(layer)) {
-    add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "", tp_region);
+    add_mlp(ops, m, m.mlp.kind, T, static_cast<double>(m.mlp.ffn_hidden), tp, e, "", tp_region, c.separate_projections);
     add_stream_mix_out(ops, m, T / sp, "MLP");
     return;
   }

@@ -53,6 +53,10 @@ struct LayerOp {
   // Llama), or MLA's two down-projections. Async TP fuses a reduce-scatter only with the one matmul whose
   // output it reduces (micro_pipeline_tp.py), so it leaves these alone.
   bool sums_input_grads = false;
+  // The output widths of the separate linears this op stands for when the framework runs them apart
+  // (TrainingSpec::separate_projections: torchtitan's wq, wk, wv and w1, w3), summing to `out`; each
+  // is its own GEMM over the whole input (models/costs/op_cost.cpp). Empty: one GEMM.
+  std::vector<double> parts;
   // Independent GEMMs the rows split into: a rank's routed experts run as one grouped GEMM, each
   // expert over its own rows (rows / groups of them).
   double groups = 1;
@@ -122,6 +126,12 @@ struct OpContext {
   double expert_weight_bytes(double fallback) const { return expert_weights > 0 ? expert_weights : fallback; }
   // The framework's eager elementwise kernels, where they price this run (TrainingSpec::eager).
   std::optional<EagerElementwise> eager;
+  // q, k, v and gate, up as separate linears (TrainingSpec::separate_projections), and whether one fp8
+  // cast of their input serves them all: torchtitan's tensorwise float8 under sequence-parallel TP
+  // casts the module's input once, before its fp8 all-gather (PrepareFloat8ModuleInput); otherwise each
+  // Float8Linear casts it for itself.
+  bool separate_projections = false;
+  bool one_input_cast = false;
 };
 
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.

@@ -18,6 +18,27 @@ double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
   return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
 }
 
+// A GEMM op that runs as several linears over the same input (LayerOp::parts): each its own kernel at
+// its own shape, each reading the whole input (forward and weight gradient) or writing a whole input
+// gradient (input gradient), its share of the weight and its own output.
+OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, MathDtype dtype, double peak) {
+  const auto p = static_cast<std::size_t>(pass);
+  const double whole = op.rows * op.in + op.in * op.out + op.rows * op.out;
+  double seconds = 0, compute_bound = 0;
+  for (double width : op.parts) {
+    LayerOp part = op;
+    part.out = width;
+    const double share = width / op.out;
+    const double bytes = op.bytes[p] * (op.rows * op.in + op.in * width + op.rows * width) / whole;
+    const GemmShape g = gemm_shape(part, pass);
+    const double compute = op.executed_flops(pass) * share / (peak * gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2));
+    const double memory = gpu.hbm_seconds(bytes);
+    seconds += std::max(compute, memory) + gpu.kernel_overhead;
+    if (compute >= memory) compute_bound += compute;
+  }
+  return {seconds, compute_bound >= seconds / 2};
+}
+
 }  // namespace
 
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training) {
@@ -40,6 +61,7 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
     efficiency = gpu.attention_efficiency_of(training.attention_kernel == AttentionKernel::flash2, pass != 0, op.attention_keys);
+  if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }
@@ -61,6 +83,8 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.fp8_quantization = training.precision == Precision::fp8 && gpu.peak_dense.count(MathDtype::fp8);
   c.fp8_recipe = training.fp8_recipe;
   c.compiled = training.compiled;
+  c.separate_projections = training.separate_projections;
+  c.one_input_cast = layout.fp8_all_gathers && layout.tp > 1;
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
   if (const EagerElementwise* eager = training.eager()) c.eager = *eager;
   if (!training.fused_grad_accumulation) {

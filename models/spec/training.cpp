@@ -124,6 +124,7 @@ TrainingSpec read_training(ObjectReader& r) {
   t.fused_grad_accumulation = accumulation == 0;
   t.grad_accumulation_skips_first = accumulation == 2;
   t.fused_cross_entropy = r.choice<bool>("cross_entropy", Need::optional, {{"fused", true}, {"fp32_upcast", false}}).value_or(true);
+  t.separate_projections = r.choice<bool>("projections", Need::optional, {{"fused", false}, {"separate", true}}).value_or(false);
   t.eager_elementwise = read_eager_elementwise(r, "eager_elementwise");
   t.compiled_elementwise = read_eager_elementwise(r, "compiled_elementwise");
   t.compiled = r.boolean("compile", Need::optional).value_or(false);

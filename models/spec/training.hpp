@@ -121,6 +121,11 @@ struct TrainingSpec {
   // F.cross_entropy on an fp32 upcast of the bf16 logits (torchtitan), whose loss momentarily holds
   // more (models/memory: the loss's transient bytes).
   bool fused_cross_entropy = true;
+  // How the model's projections that read one input run: fused (Megatron-LM's linear_qkv and its
+  // gate+up linear_fc1, one GEMM each) or, true, as separate linears (torchtitan's Llama: wq, wk, wv
+  // and w1, w3 are separate nn.Linear modules), each its own GEMM reading the whole input and, under
+  // torchao's float8, casting it to fp8 for itself.
+  bool separate_projections = false;
   // The framework's eager elementwise kernels (framework profile) and whether the model is compiled
   // (torch.compile of each block, torchtitan's [training] compile): compiled, Inductor fuses each
   // chain into about one kernel and the eager figures do not apply.
