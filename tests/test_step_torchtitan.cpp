@@ -234,3 +234,29 @@ TEST_CASE("torchtitan's separate wq, wk, wv and w1, w3: one GEMM each over the w
   // A bad word is refused with the JSON path.
   CHECK_THROWS_AS(scenario(file, {"training.projections=split"}), InputError);
 }
+
+TEST_CASE("separate linears' input gradients are summed: a kernel before TP's reduce-scatter, reads fused into the norm without TP") {
+  auto sums = [](const Job& j) {
+    std::map<std::string, double> bytes;
+    for (const LayerOp& op : layer_ops(j.model, 0, op_context(j.layout, j.training, j.cluster.gpu)))
+      if (op.name.starts_with("input-gradient sum")) {
+        CHECK(op.bytes[0] == 0.0);
+        CHECK(op.bytes[2] == 0.0);
+        bytes[op.name] = op.bytes[1];
+      }
+    return bytes;
+  };
+  // TP8, compiled: each sum reads the three (two) linears' bf16 gradients of the gathered input and writes one.
+  const std::map<std::string, double> tp = sums(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json"));
+  CHECK(tp.at("input-gradient sum (qkv projection)") == doctest::Approx(4 * kAsyncTp8bActivationBytes));
+  CHECK(tp.at("input-gradient sum (gate+up projection)") == doctest::Approx(3 * kAsyncTp8bActivationBytes));
+  // FSDP only, compiled (local batch 2 × 8192): the norm's backward reads the other gradients.
+  const double one = 2.0 * 8192 * 4096 * 2;
+  const std::map<std::string, double> fsdp = sums(scenario("published/torchtitan-h100-8b-fsdp8-sac-compile.json"));
+  CHECK(fsdp.at("input-gradient sum (qkv projection)") == doctest::Approx(2 * one));
+  CHECK(fsdp.at("input-gradient sum (gate+up projection)") == doctest::Approx(one));
+  // Eager: torchtitan's norm figures already hold the sums (104 and 98 bytes against the bare 92).
+  CHECK(sums(scenario("published/torchtitan-h100-8b-fsdp8-sac.json")).empty());
+  // Fused projections have one gradient: nothing to sum.
+  CHECK(sums(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json", {"training.projections=fused"})).empty());
+}

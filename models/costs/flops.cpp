@@ -96,9 +96,31 @@ void apply_eager_elementwise(std::vector<LayerOp>& ops, const EagerElementwise& 
     }
 }
 
+// Separate linears over one input (LayerOp::parts) each write an input gradient, and autograd sums
+// them before the input's own backward. Under tensor parallelism the sum is a kernel of its own before
+// the reduce-scatter (Inductor cannot fuse a pointwise op into the collective or into cuBLAS's GEMMs):
+// it reads each linear's gradient and writes one. Without it Inductor fuses the sum into the norm's
+// backward, which reads the other gradients besides. Eager norm figures that count the sums already
+// (torchtitan's: EagerElementwise) leave nothing to add.
+void add_input_grad_sums(std::vector<LayerOp>& ops, const OpContext& c) {
+  if (c.eager && c.eager->attention_norm) return;
+  std::vector<LayerOp> out;
+  out.reserve(ops.size() + 2);
+  for (LayerOp& op : ops) {
+    const double linears = static_cast<double>(op.parts.size()), grad = op.rows * op.in * kElementwiseBytes;
+    std::string name = "input-gradient sum (" + op.name + ")";
+    out.push_back(std::move(op));
+    if (linears > 1)
+      out.push_back({std::move(name), OpClass::memory, {0, 0, 0}, {0, (c.tp > 1 ? linears + 1 : linears - 1) * grad, 0}});
+  }
+  ops = std::move(out);
+}
+
 // Every op a layer, head or MTP module runs besides its own: the fp8 quantization kernels, the
-// separate gradient accumulation, and the eager framework's own elementwise traffic.
+// separate gradient accumulation, the sums of separate linears' input gradients, and the eager
+// framework's own elementwise traffic.
 void add_kernels_around_gemms(std::vector<LayerOp>& ops, const OpContext& c) {
+  if (c.separate_projections) add_input_grad_sums(ops, c);
   if (c.fp8_quantization) add_fp8_quantization(ops, c);
   if (c.grad_accumulation_bytes > 0) add_grad_accumulation(ops, c.grad_accumulation_bytes);
   if (c.eager) apply_eager_elementwise(ops, *c.eager);
