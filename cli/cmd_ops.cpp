@@ -23,9 +23,11 @@ const Command& ops_command() {
        "of the forward, input-gradient and weight-gradient passes, roofline time at the datasheet peaks\n"
        "times the GPU profile's measured efficiencies (GEMMs by size and dtype, fused attention forward and\n"
        "backward, HBM), tensor-core work at the pace of the job's slowest chip (the profile's chip_spread),\n"
-       "and whether it is compute- or memory-bound.",
+       "and whether it is compute- or memory-bound. An op the framework runs as separate linears\n"
+       "(training.projections \"separate\": torchtitan's wq, wk, wv) is named with its GEMM count and\n"
+       "priced GEMM by GEMM, each reading the whole input.",
        {"SCENARIO"},
-       {{"--json", "", "print stages[i].ops[j].{name, forward, input_grad, weight_grad}.{flops, bytes, time_s, bound}"},
+       {{"--json", "", "print stages[i].ops[j].{name, forward, input_grad, weight_grad}.{flops, bytes, time_s, bound} (and linears: the separate GEMMs' output widths)"},
         {"--set", "KEY=VALUE", "override a scenario field (repeatable)", true}}},
       run_ops};
   return command;

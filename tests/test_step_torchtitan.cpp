@@ -212,6 +212,10 @@ TEST_CASE("torchtitan's separate wq, wk, wv and w1, w3: one GEMM each over the w
     }
     CHECK(op_time(qkv, pass, gpu, job.training).seconds == doctest::Approx(sum).epsilon(1e-12));
   }
+  // What the passes move: the input three times, the weight and output once.
+  const double whole = qkv.rows * qkv.in + qkv.in * qkv.out + qkv.rows * qkv.out;
+  CHECK(pass_bytes(qkv, 0) == doctest::Approx(qkv.bytes[0] * (whole + 2 * qkv.rows * qkv.in) / whole));
+  CHECK(pass_bytes(fops.at("qkv projection"), 0) == fops.at("qkv projection").bytes[0]);
   // Slower than one fused GEMM: wk and wv are 128 wide and read the whole 98,304 × 4096 input.
   CHECK(op_time(qkv, 0, gpu, job.training).seconds > 1.2 * op_time(fops.at("qkv projection"), 0, gpu, fused.training).seconds);
   // Rowwise float8 without TP's module-input cast: each linear casts the input (6 bytes an element

@@ -48,10 +48,12 @@ Json ops_report_json(const Job& job) {
       Json passes = Json::array();
       for (int pass = 0; pass < 3; ++pass) {
         OpTime t = op_time(op, pass, job.cluster.gpu, job.training);
-        passes.push_back({{"flops", op.executed_flops(pass)}, {"bytes", op.bytes[static_cast<std::size_t>(pass)]},
+        passes.push_back({{"flops", op.executed_flops(pass)}, {"bytes", pass_bytes(op, pass)},
                           {"time_s", t.seconds}, {"bound", t.compute_bound ? "compute" : "memory"}});
       }
-      ops.push_back({{"name", op.name}, {"forward", passes[0]}, {"input_grad", passes[1]}, {"weight_grad", passes[2]}});
+      Json entry = {{"name", op.name}, {"forward", passes[0]}, {"input_grad", passes[1]}, {"weight_grad", passes[2]}};
+      if (op.parts.size() > 1) entry["linears"] = op.parts;  // separate GEMMs, by output width
+      ops.push_back(std::move(entry));
     }
     Json stage = {{"stage", so.stage}, {"layer", so.layer}, {"ops", ops}};
     if (so.layer >= 0) {
@@ -97,8 +99,10 @@ std::string ops_report_table(const Job& job) {
           : "");
   std::vector<StageOps> stages = stage_ops(job);
   std::size_t width = 34;  // the op column fits the longest name
+  // Separate linears standing for one op are named with their count.
+  auto label = [](const LayerOp& op) { return op.parts.size() > 1 ? fmt::format("{} ({} GEMMs)", op.name, op.parts.size()) : op.name; };
   for (const StageOps& so : stages)
-    for (const LayerOp& op : so.ops) width = std::max(width, op.name.size());
+    for (const LayerOp& op : so.ops) width = std::max(width, label(op).size());
   for (const StageOps& so : stages) {
     out += so.layer >= 0 ? fmt::format("\nstage {} — layer {} ({})\n", so.stage, so.layer,
                                        job.model.is_moe_layer(so.layer) ? "MoE" : "dense")
@@ -108,8 +112,8 @@ std::string ops_report_table(const Job& job) {
     for (const LayerOp& op : so.ops) {
       const GpuSpec& gpu = job.cluster.gpu;
       OpTime f = op_time(op, 0, gpu, job.training), dx = op_time(op, 1, gpu, job.training), dw = op_time(op, 2, gpu, job.training);
-      out += fmt::format("  {:<{}} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", op.name, width, op.flops[0] / 1e9,
-                         op.bytes[0] / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
+      out += fmt::format("  {:<{}} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", label(op), width, op.flops[0] / 1e9,
+                         pass_bytes(op, 0) / 1e6, f.seconds * 1e6, dx.seconds * 1e6, dw.seconds * 1e6,
                          (f.seconds + dx.seconds + dw.seconds) * 1e6, f.compute_bound ? "compute" : "memory");
     }
     if (so.layer >= 0) {

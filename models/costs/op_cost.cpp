@@ -18,18 +18,23 @@ double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
   return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
 }
 
+// The bytes of one of an op's separate linears, `width` of its outputs wide: the op's traffic per
+// element of input, weight and output, with the whole input its own.
+double part_bytes(const LayerOp& op, int pass, double width) {
+  const double whole = op.rows * op.in + op.in * op.out + op.rows * op.out;
+  return op.bytes[static_cast<std::size_t>(pass)] * (op.rows * op.in + op.in * width + op.rows * width) / whole;
+}
+
 // A GEMM op that runs as several linears over the same input (LayerOp::parts): each its own kernel at
 // its own shape, each reading the whole input (forward and weight gradient) or writing a whole input
 // gradient (input gradient), its share of the weight and its own output.
 OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, MathDtype dtype, double peak) {
-  const auto p = static_cast<std::size_t>(pass);
-  const double whole = op.rows * op.in + op.in * op.out + op.rows * op.out;
   double seconds = 0, compute_bound = 0;
   for (double width : op.parts) {
     LayerOp part = op;
     part.out = width;
     const double share = width / op.out;
-    const double bytes = op.bytes[p] * (op.rows * op.in + op.in * width + op.rows * width) / whole;
+    const double bytes = part_bytes(op, pass, width);
     const GemmShape g = gemm_shape(part, pass);
     const double compute = op.executed_flops(pass) * share / (peak * gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2));
     const double memory = gpu.hbm_seconds(bytes);
@@ -64,6 +69,13 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
+}
+
+double pass_bytes(const LayerOp& op, int pass) {
+  if (op.cls != OpClass::gemm || op.parts.size() < 2) return op.bytes[static_cast<std::size_t>(pass)];
+  double bytes = 0;
+  for (double width : op.parts) bytes += part_bytes(op, pass, width);
+  return bytes;
 }
 
 OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training, const GpuSpec& gpu) {

@@ -16,6 +16,10 @@ struct OpTime {
 // Reads the GPU profile and, of the training, its precision and attention kernel.
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training);
 
+// The HBM bytes a pass of `op` moves: its own, or with separate linears (LayerOp::parts) the sum of
+// theirs, each reading or writing the whole input.
+double pass_bytes(const LayerOp& op, int pass);
+
 // How the job's layout shards one micro-batch's ops on one GPU.
 OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training, const GpuSpec& gpu);
 
