@@ -216,6 +216,17 @@ TEST_CASE("torchtitan's separate wq, wk, wv and w1, w3: one GEMM each over the w
   const double whole = qkv.rows * qkv.in + qkv.in * qkv.out + qkv.rows * qkv.out;
   CHECK(pass_bytes(qkv, 0) == doctest::Approx(qkv.bytes[0] * (whole + 2 * qkv.rows * qkv.in) / whole));
   CHECK(pass_bytes(fops.at("qkv projection"), 0) == fops.at("qkv projection").bytes[0]);
+  // The per-op AC policy reruns wk (and w3): its own GEMM's time, not its width's share of the three.
+  const Recompute& rc = job.layout.recompute;
+  REQUIRE(rc.alternate_matmuls);
+  const LayerOp wk = linear_of(qkv, 1);
+  CHECK(wk.out == 128);
+  CHECK(wk.flops[0] == doctest::Approx(2 * qkv.rows * qkv.in * 128));
+  CHECK(recompute_seconds(qkv, rc, job.model.attention, true, gpu, job.training) == op_time(wk, 0, gpu, job.training).seconds);
+  CHECK(recompute_seconds(qkv, rc, job.model.attention, true, gpu, job.training) >
+        recompute_share(qkv, rc, job.model.attention, true) * op_time(qkv, 0, gpu, job.training).seconds);
+  CHECK(op_time(linear_of(ops.at("gate+up projection"), 1), 0, gpu, job.training).seconds ==
+        recompute_seconds(ops.at("gate+up projection"), rc, job.model.attention, true, gpu, job.training));
   // Slower than one fused GEMM: wk and wv are 128 wide and read the whole 98,304 × 4096 input.
   CHECK(op_time(qkv, 0, gpu, job.training).seconds > 1.2 * op_time(fops.at("qkv projection"), 0, gpu, fused.training).seconds);
   // Rowwise float8 without TP's module-input cast: each linear casts the input (6 bytes an element

@@ -30,6 +30,20 @@ LayerOp row_chunk(const LayerOp& op, double parts) {
   return chunk;
 }
 
+LayerOp linear_of(const LayerOp& op, std::size_t i) {
+  LayerOp one = op;
+  const double width = op.parts.at(i), share = width / op.out;
+  const double whole = op.rows * op.in + op.in * op.out + op.rows * op.out;
+  const double own = op.rows * op.in + op.in * width + op.rows * width;
+  one.out = width;
+  one.parts.clear();
+  for (std::size_t p = 0; p < 3; ++p) {
+    one.flops[p] = op.flops[p] * share;
+    one.bytes[p] = op.bytes[p] * own / whole;
+  }
+  return one;
+}
+
 bool recomputed(const LayerOp& op, const Recompute& r) {
   auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
   if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;
@@ -54,6 +68,12 @@ double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpe
   if (op.name == "out projection") return 1.0;
   if (op.name == "gate+up projection") return 0.5;
   return 0.0;
+}
+
+std::optional<std::size_t> recomputed_linear(const LayerOp& op, const Recompute& r) {
+  if (!r.alternate_matmuls || r.matmuls || op.parts.size() < 2) return std::nullopt;
+  if (op.name == "qkv projection" || op.name == "gate+up projection") return 1;
+  return std::nullopt;
 }
 
 }  // namespace plumb

@@ -93,6 +93,10 @@ GemmShape gemm_shape(const LayerOp& op, int pass);
 // as async TP's micro-pipeline runs it).
 LayerOp row_chunk(const LayerOp& op, double parts);
 
+// Linear `i` of an op of separate linears (LayerOp::parts) as a GEMM op of its own: its share of the
+// FLOPs, and the op's traffic per element of input, weight and output with the whole input its own.
+LayerOp linear_of(const LayerOp& op, std::size_t i);
+
 // Where the ops run: `tokens` on this rank for this layer (micro-batch × sequence / cp), attention
 // over sequences of `seq` (keys per query), sharded by TP (and SP for elementwise ops) and experts by
 // EP/ETP, with `element_bytes` per activation element.
@@ -163,5 +167,8 @@ bool recomputed(const LayerOp& op, const Recompute& r);
 // — wk's of the qkv projection (its kv width of q + 2 kv), the out projection (wo), half the gate+up
 // projection (w3), none of the down projection (w2).
 double recompute_share(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer);
+// Of an op of separate linears, the one that rule recomputes, whose time is its own (wk of q, k, v and
+// w3 of w1, w3: the second linear of each); nullopt for other ops and rules.
+std::optional<std::size_t> recomputed_linear(const LayerOp& op, const Recompute& r);
 
 }  // namespace plumb

@@ -18,26 +18,16 @@ double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
   return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
 }
 
-// The bytes of one of an op's separate linears, `width` of its outputs wide: the op's traffic per
-// element of input, weight and output, with the whole input its own.
-double part_bytes(const LayerOp& op, int pass, double width) {
-  const double whole = op.rows * op.in + op.in * op.out + op.rows * op.out;
-  return op.bytes[static_cast<std::size_t>(pass)] * (op.rows * op.in + op.in * width + op.rows * width) / whole;
-}
-
 // A GEMM op that runs as several linears over the same input (LayerOp::parts): each its own kernel at
 // its own shape, each reading the whole input (forward and weight gradient) or writing a whole input
 // gradient (input gradient), its share of the weight and its own output.
 OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, MathDtype dtype, double peak) {
   double seconds = 0, compute_bound = 0;
-  for (double width : op.parts) {
-    LayerOp part = op;
-    part.out = width;
-    const double share = width / op.out;
-    const double bytes = part_bytes(op, pass, width);
+  for (std::size_t i = 0; i < op.parts.size(); ++i) {
+    const LayerOp part = linear_of(op, i);
     const GemmShape g = gemm_shape(part, pass);
-    const double compute = op.executed_flops(pass) * share / (peak * gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2));
-    const double memory = gpu.hbm_seconds(bytes);
+    const double compute = part.executed_flops(pass) / (peak * gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2));
+    const double memory = gpu.hbm_seconds(part.bytes[static_cast<std::size_t>(pass)]);
     seconds += std::max(compute, memory) + gpu.kernel_overhead;
     if (compute >= memory) compute_bound += compute;
   }
@@ -74,8 +64,16 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
 double pass_bytes(const LayerOp& op, int pass) {
   if (op.cls != OpClass::gemm || op.parts.size() < 2) return op.bytes[static_cast<std::size_t>(pass)];
   double bytes = 0;
-  for (double width : op.parts) bytes += part_bytes(op, pass, width);
+  for (std::size_t i = 0; i < op.parts.size(); ++i) bytes += linear_of(op, i).bytes[static_cast<std::size_t>(pass)];
   return bytes;
+}
+
+double recompute_seconds(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer, const GpuSpec& gpu,
+                         const TrainingSpec& training) {
+  if (const std::optional<std::size_t> i = recomputed_linear(op, r); i && transformer_layer)
+    return op_time(linear_of(op, *i), 0, gpu, training).seconds;
+  const double share = recompute_share(op, r, a, transformer_layer);
+  return share > 0 ? share * op_time(op, 0, gpu, training).seconds : 0.0;
 }
 
 OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training, const GpuSpec& gpu) {

@@ -20,6 +20,12 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
 // theirs, each reading or writing the whole input.
 double pass_bytes(const LayerOp& op, int pass);
 
+// The time recomputation spends on `op`'s forward under a selective `r`: its recompute_share of the
+// forward, or, in a transformer layer, of an op of separate linears the one linear the rule reruns, at
+// its own shape (recomputed_linear).
+double recompute_seconds(const LayerOp& op, const Recompute& r, const AttentionSpec& a, bool transformer_layer, const GpuSpec& gpu,
+                         const TrainingSpec& training);
+
 // How the job's layout shards one micro-batch's ops on one GPU.
 OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training, const GpuSpec& gpu);
 

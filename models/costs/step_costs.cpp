@@ -218,8 +218,8 @@ class StageCoster {
       recompute = lp.forward;
     } else {
       for (const LayerOp& op : ops)
-        if (double share = recompute_share(op, recompute_, job_.model.attention, transformer_layer); share > 0)
-          recompute.add_kernel(share * seconds(op, 0), host_);
+        if (double t = recompute_seconds(op, recompute_, job_.model.attention, transformer_layer, job_.cluster.gpu, job_.training); t > 0)
+          recompute.add_kernel(expert_op(op) ? t * expert_load_ : t, host_);
     }
     for (Pass* p : {&lp.input_grad, &lp.backward}) {
       p->append(recompute);

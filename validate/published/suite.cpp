@@ -57,9 +57,13 @@ StepBreakdown breakdown_of(const Job& job, const StepCosts& costs, const StepRep
   auto add_ops = [&](const std::vector<LayerOp>& ops, double count, bool transformer_layer) {
     for (const LayerOp& op : ops) {
       const double rerun = !transformer_layer ? 0.0 : recompute.full ? 1.0 : recompute_share(op, recompute, job.model.attention, true);
+      // The recomputed forward's time: the whole forward, or the rerun share (one linear's own time where it is one of several).
+      const double again = !transformer_layer ? 0.0
+                           : recompute.full   ? op_time(op, 0, job.cluster.gpu, job.training).seconds
+                                              : recompute_seconds(op, recompute, job.model.attention, true, job.cluster.gpu, job.training);
       for (int pass = 0; pass < 3; ++pass) {
         const double runs = pass == 0 ? 1.0 + rerun : 1.0;
-        const double t = count * runs * op_time(op, pass, job.cluster.gpu, job.training).seconds;
+        const double t = count * (op_time(op, pass, job.cluster.gpu, job.training).seconds + (pass == 0 ? again : 0.0));
         by_class[static_cast<std::size_t>(op.cls)] += t;
         total += t;
         if (op.flops[static_cast<std::size_t>(pass)] > 0 || op.bytes[static_cast<std::size_t>(pass)] > 0) kernels += count * runs;

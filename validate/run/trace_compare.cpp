@@ -32,7 +32,7 @@ StagePrediction predict_stage(const Job& job_in, std::int64_t stage) {
     for (const LayerOp& op : layer_ops(job.model, layer, context)) {
       double pass_time[3];
       for (int pass = 0; pass < 3; ++pass) pass_time[pass] = op_time(op, pass, job.cluster.gpu, job.training).seconds;
-      const double again = (r.full ? 1.0 : recompute_share(op, r, job.model.attention, true)) * pass_time[0];
+      const double again = r.full ? pass_time[0] : recompute_seconds(op, r, job.model.attention, true, job.cluster.gpu, job.training);
       const double all = pass_time[0] + pass_time[1] + pass_time[2] + again;
       if (op.cls == OpClass::gemm) p.gemm += all;
       else if (op.cls == OpClass::attention) {
