@@ -43,8 +43,8 @@ const LayerOp& find_op(const std::vector<LayerOp>& ops, const std::string& name)
 TEST_CASE("measured on an H200: torchtitan's 8B step in PyTorch, eager and compiled, op-level and full recomputation, within 10%") {
   // Measured (CUDA events, median of 5 steps): eager-op 221.3 / 2022.4 ms at 2 / 32 layers,
   // compile-op 206.9 / 1778.8, eager-full 239.8 / 2280.2, compile-full 220.4 / 2023.4. Before this
-  // session's terms, 32 layers were predicted −12.8%, −13.9%, −9.7%, −9.7%; now −3.0%, −6.9%, −0.3%,
-  // −2.7%. FlashAttention-2's efficiencies come from the eager-op profile itself (hw_profiles), so that
+  // session's terms, 32 layers were predicted −12.8%, −13.9%, −9.7%, −9.7%; then −3.0%, −6.9%, −0.3%,
+  // −2.7%; with torchtitan's separate wq/wk/wv and w1/w3 GEMMs (session 30) −2.8%, −6.6%, −0.1%, −2.4%. FlashAttention-2's efficiencies come from the eager-op profile itself (hw_profiles), so that
   // variant agrees on attention by construction; full AC (the forward twice) and the compiled runs do not
   // share that. What is left is the compiled runs' GEMMs and attention, 4–7% slower than eager at the same
   // shapes (less memory-bound time between them at the 700 W limit; docs/fidelity.md).
