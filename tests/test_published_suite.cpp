@@ -93,10 +93,12 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // float8, its own cast of the input: torchtitan 13.0% / 28.0% → 12.4% / 27.7%, async TP 22.9% / 46.8%
   // → 17.5% / 33.2% (the rowwise rows, whose wk and wv casts torchtitan PR #1319 measured); the sums of
   // their input gradients, a kernel before TP's reduce-scatter: torchtitan 11.7% / 27.2%, async TP 14.7% /
-  // 28.8% (14.6% / 28.7% with the rerun wk and w3 at their own GEMMs' time).
+  // 28.8% (14.6% / 28.7% with the rerun wk and w3 at their own GEMMs' time). Ring attention's merges as
+  // PyTorch and Transformer Engine run them (parallel.cp_merge): torchtitan 11.7% / 27.2% → 11.4% / 25.5%,
+  // SimuMax 35.0% → 34.9%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.36, 0.43},          {"torchtitan-h100-2024-12", false, 0.125, 0.28},
+                          {"simumax-b200", false, 0.36, 0.43},          {"torchtitan-h100-2024-12", false, 0.12, 0.26},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.16, 0.30},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15}};
   for (const Bound& b : bounds) {

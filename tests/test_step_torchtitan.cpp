@@ -275,3 +275,43 @@ TEST_CASE("separate linears' input gradients are summed: a kernel before TP's re
   // Fused projections have one gradient: nothing to sum.
   CHECK(sums(scenario("published/torchtitan-asynctp-8b-bf16-vanilla-tp.json", {"training.projections=fused"})).empty());
 }
+
+TEST_CASE("ring attention's merges as each framework runs them: PyTorch's fp32 accumulators, Transformer Engine's bf16 ones") {
+  auto merge = [](const Job& j) -> std::optional<LayerOp> {
+    for (const LayerOp& op : layer_ops(j.model, 0, op_context(j.layout, j.training, j.cluster.gpu)))
+      if (op.name == "ring attention merge") return op;
+    return std::nullopt;
+  };
+  // torchtitan, Llama 3.1 8B at CP8 (32,768 of 262,144 tokens a GPU, 32 heads of 128): seven merges, 10
+  // bytes an element compiled, and K and V expanded to all 32 heads before SDPA (repeat_kv).
+  const Job tt = scenario("published/torchtitan-h100-8b-fsdp1-cp8.json");
+  REQUIRE(tt.layout.cp_merge.repeated_kv);
+  const std::optional<LayerOp> t = merge(tt);
+  REQUIRE(t);
+  const double T = 32768, width = 32 * 128;
+  CHECK(t->bytes[0] == doctest::Approx(7 * 10 * T * width));
+  CHECK(t->bytes[1] == doctest::Approx(7 * 10 * T * (width + 2 * width)));
+  CHECK(t->bytes[2] == 0.0);
+  // Megatron-Core on Transformer Engine, Llama 3 70B at TP1 CP8, sequence 32,768: bf16 corrections (6
+  // bytes), grouped-query K and V at their 8 heads.
+  const Job te = scenario("published/simumax-b200-llama3-70b-tp1-cp8-seq32k.json");
+  REQUIRE_FALSE(te.layout.cp_merge.repeated_kv);
+  const std::optional<LayerOp> m = merge(te);
+  REQUIRE(m);
+  CHECK(m->bytes[0] == doctest::Approx(7 * 6 * 4096.0 * 64 * 128));
+  CHECK(m->bytes[1] == doctest::Approx(7 * 6 * 4096.0 * (64 * 128 + 8 * 256)));
+  // Without context parallelism, or without the framework's figures, there is nothing to merge.
+  CHECK_FALSE(merge(scenario("published/torchtitan-h100-8b-fsdp8-cp1.json")));
+  CHECK_FALSE(merge(scenario("published/torchtitan-h100-8b-fsdp1-cp8.json", {"parallel.cp_merge={\"forward\": 0, \"backward\": 0}"})));
+  // Megatron's selective recomputation of core attention reruns the merges with it.
+  Recompute core;
+  core.core_attention = true;
+  CHECK(recomputed(*m, core));
+  // Priced on the compute stream: the step is slower by about their HBM time (the 8B CP8 step: 7 × 32
+  // layers' merges, full AC running the forward's twice).
+  const Job bare = scenario("published/torchtitan-h100-8b-fsdp1-cp8.json", {"parallel.cp_merge={\"forward\": 0, \"backward\": 0}"});
+  const StageCost a = stage_costs(tt), b = stage_costs(bare);
+  const double merges = 32 * tt.cluster.gpu.hbm_seconds(2 * t->bytes[0] + t->bytes[1]);
+  CHECK((a.forward.compute() + a.backward.compute()) - (b.forward.compute() + b.backward.compute()) ==
+        doctest::Approx(merges + 32 * 3 * tt.cluster.gpu.kernel_overhead).epsilon(1e-6));
+}

@@ -159,6 +159,19 @@ namespace {
 
 void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c);
 
+// Ring attention's merges (OpContext::cp_merge): each of the cp − 1 steps after the first folds its
+// partial output into the running one, and in the backward adds its q, k and v gradients to their
+// accumulators, every step over the whole local tensors (the load-balanced half steps are counted
+// whole: PyTorch's _partial_update rebuilds the whole tensor with torch.cat).
+void add_ring_merges(std::vector<LayerOp>& ops, const AttentionSpec& a, double T, double heads, double tp, const OpContext& c) {
+  if (c.cp < 2 || (c.cp_merge.forward <= 0 && c.cp_merge.backward <= 0)) return;
+  const double steps = static_cast<double>(c.cp - 1), d_qk = static_cast<double>(a.qk_head_dim()), d_v = static_cast<double>(a.out_head_dim());
+  const double kv_heads = c.cp_merge.repeated_kv || a.kind != AttentionKind::gqa ? heads : static_cast<double>(a.kv_heads) / tp;
+  const double out = T * heads * d_v, grads = T * heads * d_qk + T * kv_heads * (d_qk + d_v);
+  ops.push_back({"ring attention merge", OpClass::memory, {0, 0, 0}, {steps * c.cp_merge.forward * out, steps * c.cp_merge.backward * grads, 0}});
+  ops.back().elements = steps * out;
+}
+
 // A rank's routed experts as one grouped GEMM: each expert over its own rows, and the weights of every
 // expert that receives a token read (at most one per row: a decode-sized batch touches few of them), at
 // the experts' weight bytes.
@@ -225,6 +238,7 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   if (!c.unfused_attention) ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
   // Under context parallelism each kernel call sees the local chunk of keys (a ring step's block).
   ops.back().attention_keys = c.seq / static_cast<double>(std::max<std::int64_t>(1, c.cp));
+  add_ring_merges(ops, a, T, heads, tp, c);
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
   // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
   // and read the dropout output back (one element each). Backward: the GEMMs write the output

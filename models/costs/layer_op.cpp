@@ -46,7 +46,7 @@ LayerOp linear_of(const LayerOp& op, std::size_t i) {
 
 bool recomputed(const LayerOp& op, const Recompute& r) {
   auto ends = [&](std::string_view s) { return op.name.ends_with(s); };
-  if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)"))) return true;
+  if (r.core_attention && (op.cls == OpClass::attention || ends("(unfused)") || op.name == "ring attention merge")) return true;
   if (r.norms && ends("norm")) return true;
   if (r.mla_up_proj && (ends("q up-projection") || ends("kv up-projection"))) return true;
   if (r.activation && (ends("SwiGLU") || ends("GeLU"))) return true;

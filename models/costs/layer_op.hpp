@@ -136,6 +136,8 @@ struct OpContext {
   // Float8Linear casts it for itself.
   bool separate_projections = false;
   bool one_input_cast = false;
+  // Ring attention's merges between its steps (ParallelLayout::cp_merge), priced when cp > 1.
+  ParallelLayout::CpMerge cp_merge;
 };
 
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.

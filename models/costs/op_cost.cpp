@@ -95,6 +95,7 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.compiled = training.compiled;
   c.separate_projections = training.separate_projections;
   c.one_input_cast = layout.fp8_all_gathers && layout.tp > 1;
+  c.cp_merge = layout.cp_merge;
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
   if (const EagerElementwise* eager = training.eager()) c.eager = *eager;
   if (!training.fused_grad_accumulation) {

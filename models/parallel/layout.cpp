@@ -114,6 +114,17 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.fsdp_root_gathered = r.boolean("fsdp_root_gathered", Need::optional).value_or(false);
   p.keep_gathered_inputs = r.boolean("keep_gathered_inputs", Need::optional).value_or(false);
   p.pipeline_keeps_outputs = r.boolean("pipeline_keeps_outputs", Need::optional).value_or(false);
+  if (const Json* merge = r.child("cp_merge", Need::optional)) {
+    if (!merge->is_object()) {
+      r.error("cp_merge", "expected {\"forward\": bytes, \"backward\": bytes, \"repeated_kv\": true|false}");
+    } else {
+      ObjectReader m(*merge, r.pointer("cp_merge"), r.source());
+      p.cp_merge.forward = m.number("forward", Need::required, 0.0, 1000.0).value_or(0.0);
+      p.cp_merge.backward = m.number("backward", Need::required, 0.0, 1000.0).value_or(0.0);
+      p.cp_merge.repeated_kv = m.boolean("repeated_kv", Need::optional).value_or(false);
+      m.finish();
+    }
+  }
   p.moe_execution = r.choice<MoeExecution>("moe_execution", Need::optional, {{"separate", MoeExecution::separate}, {"waves", MoeExecution::waves}})
                         .value_or(MoeExecution::separate);
   p.tp_overlap = r.choice<TpOverlap>("tp_overlap", Need::optional, {{"none", TpOverlap::none}, {"async", TpOverlap::async}})

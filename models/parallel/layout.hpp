@@ -95,6 +95,16 @@ struct ParallelLayout {
   // ends, to hand them back merged (PyTorch pipelining's output_chunks; torchtitan); false frees each one
   // once its loss is taken (Megatron-LM).
   bool pipeline_keeps_outputs = false;
+  // Ring attention's merges under context parallelism (framework profile): after each ring step but the
+  // first, the partial attention output is folded into the running one (rescaled by the log-sum-exps),
+  // and in the backward each step's query, key and value gradients are added to their accumulators —
+  // HBM bytes per element of the local output (forward) and of the q, k and v gradients (backward), on
+  // the compute stream; `repeated_kv`: K and V reach the kernel expanded to every query head (torchtitan's
+  // repeat_kv), else at the key/value heads. Zero: not priced.
+  struct CpMerge {
+    double forward = 0, backward = 0;
+    bool repeated_kv = false;
+  } cp_merge;
   MoeExecution moe_execution = MoeExecution::separate;
   TpOverlap tp_overlap = TpOverlap::none;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
