@@ -107,11 +107,12 @@ void add_input_grad_sums(std::vector<LayerOp>& ops, const OpContext& c) {
   std::vector<LayerOp> out;
   out.reserve(ops.size() + 2);
   for (LayerOp& op : ops) {
-    const double linears = static_cast<double>(op.parts.size()), grad = op.rows * op.in * kElementwiseBytes;
-    std::string name = "input-gradient sum (" + op.name + ")";
+    std::optional<LayerOp> sum;
+    if (const auto linears = static_cast<double>(op.parts.size()); linears > 1)
+      sum = LayerOp{"input-gradient sum (" + op.name + ")", OpClass::memory, {0, 0, 0},
+                    {0, (c.tp > 1 ? linears + 1 : linears - 1) * op.rows * op.in * kElementwiseBytes, 0}};
     out.push_back(std::move(op));
-    if (linears > 1)
-      out.push_back({std::move(name), OpClass::memory, {0, 0, 0}, {0, (c.tp > 1 ? linears + 1 : linears - 1) * grad, 0}});
+    if (sum) out.push_back(std::move(*sum));
   }
   ops = std::move(out);
 }

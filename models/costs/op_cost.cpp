@@ -38,16 +38,17 @@ OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, Math
 
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training) {
   const auto p = static_cast<std::size_t>(pass);
-  const double memory = memory_seconds(op, p, gpu);
   // Every pass that does work is a kernel launch (unfused attention's several, counted as one).
   const double overhead = op.flops[p] > 0 || op.bytes[p] > 0 ? gpu.kernel_overhead : 0.0;
-  if (op.cls == OpClass::memory) return {memory + overhead, false};
+  if (op.cls == OpClass::memory) return {memory_seconds(op, p, gpu) + overhead, false};
   // fp8 runs the GEMMs only, less the output head and the router (DeepSeek-V3 §3.3: attention and
   // elementwise work stay in bf16).
   bool fp8 = training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
              gpu.peak_dense.count(MathDtype::fp8);
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
   double peak = gpu.peak_dense.at(dtype) * gpu.sustained_scale(dtype);
+  if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak);
+  const double memory = memory_seconds(op, p, gpu);
   double efficiency = 1.0;
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
@@ -56,7 +57,6 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
     efficiency = gpu.attention_efficiency_of(training.attention_kernel == AttentionKernel::flash2, pass != 0, op.attention_keys);
-  if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }
