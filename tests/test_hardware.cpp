@@ -44,16 +44,18 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     // The element rate of PyTorch's unvectorized kernels where measured (H200) or carried over (H100).
     const std::size_t measured_rate = g.sources.count("unvectorized_elementwise_rate");
     CHECK(measured_rate == (name == "h200-sxm" || name.starts_with("h100-sxm") ? 1u : 0u));
-    const std::size_t extra = g.attention_flash2_efficiency.has_value() + g.attention_flash2_backward_efficiency.has_value() +
-                              (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
-                              g.sources.count("attention_half_sequence") + g.attention_flash2_half_sequence.has_value() +
-                              g.sources.count("attention_reference_sequence");
+    std::size_t kernel_figures = 0;
+    for (const auto& [kernel, k] : g.attention_kernels)
+      kernel_figures += k.forward.has_value() + k.backward.has_value() + k.half_sequence.has_value() + k.reference_sequence.has_value();
+    const std::size_t extra = kernel_figures + (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
+                              g.sources.count("attention_half_sequence") + g.sources.count("attention_reference_sequence");
     // The chip-to-chip spread: on every GPU (measured on V100 and A100, carried to the others).
     CHECK(g.sources.count("chip_spread") == 1);
     CHECK(g.chip_spread == doctest::Approx(0.0171));
     CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1);
-    // Hopper: FA2's two rates, the two half-sequences and the reference; B200: two clocks, its half-sequence and reference.
-    CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 4u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
+    // Hopper: FA2's two rates, the two half-sequences and the reference; B200: two clocks, its half-sequence and reference, and
+    // FA2's and cuDNN's rates, half-sequences and references.
+    CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 12u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper_name(name)) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
@@ -214,7 +216,7 @@ TEST_CASE("a profile derived from another: DeepSeek-V3's 2024 kernels are the H8
   // "up to 75%" forward, the base's 56.7% backward) over the FA3 paper's speedups, midpoints of 1.5-2.0x
   // forward and 1.5-1.75x backward; no fall in shorter sequences (DeepSeek's trace at 4K is faster).
   CHECK(0.75 / *old.attention_efficiency == doctest::Approx(1.75).epsilon(0.002));
-  CHECK(old.attention_efficiency_of(false, false, 4096) == *old.attention_efficiency);
+  CHECK(old.attention_efficiency_of("flash", false, 4096) == *old.attention_efficiency);
   CHECK(*base.attention_backward_efficiency / *old.attention_backward_efficiency == doctest::Approx(1.625).epsilon(0.002));
 }
 
@@ -316,28 +318,28 @@ TEST_CASE("FlashAttention-2 on Hopper: its own rates as a training step sustains
   // paper's figures (arXiv 2407.08608) at 16k keys: forward (causal) 616, backward 561 TFLOP/s.
   const GpuSpec h100 = gpu("h100-sxm"), h200 = gpu("h200-sxm");
   for (const GpuSpec* g : {&h100, &h200}) {
-    CHECK(g->attention_efficiency_of(true, false, 8192) * 989.4 == doctest::Approx(281.5).epsilon(0.005));
-    CHECK(g->attention_efficiency_of(true, true, 8192) * 989.4 == doctest::Approx(247.8).epsilon(0.005));
+    CHECK(g->attention_efficiency_of("flash2", false, 8192) * 989.4 == doctest::Approx(281.5).epsilon(0.005));
+    CHECK(g->attention_efficiency_of("flash2", true, 8192) * 989.4 == doctest::Approx(247.8).epsilon(0.005));
   }
   // The paper's FA2 benchmark bars (335 forward, 322 backward at 16k) are above what the step sustained:
   // the card at its 700 W limit at 1,395–1,770 MHz.
-  CHECK(h100.attention_efficiency_of(true, false) * 989.4 < 335 * 0.9);
-  CHECK(h100.attention_efficiency_of(true, true) * 989.4 < 322 * 0.8);
-  CHECK(h100.attention_efficiency_of(false, false) == doctest::Approx(616 / 989.4).epsilon(0.002));
-  CHECK(h100.attention_efficiency_of(false, true) == doctest::Approx(561 / 989.4).epsilon(0.002));
+  CHECK(h100.attention_efficiency_of("flash2", false) * 989.4 < 335 * 0.9);
+  CHECK(h100.attention_efficiency_of("flash2", true) * 989.4 < 322 * 0.8);
+  CHECK(h100.attention_efficiency_of("flash", false) == doctest::Approx(616 / 989.4).epsilon(0.002));
+  CHECK(h100.attention_efficiency_of("flash", true) == doctest::Approx(561 / 989.4).epsilon(0.002));
   // Shorter sequences along each kernel's curve through its 16k figure, e·s/(s + half) normalised there:
   // the FA3 figure's own bars at 1k and 4k within the fit's ±4.1%, and no rise past the longest measured
   // sequence; FA2's curve (half 377 keys, fitted to the paper's FA2 bars) keeps their ratio 1k : 4k.
-  CHECK(h100.attention_efficiency_of(false, false, 1024) * 989.4 == doctest::Approx(423).epsilon(0.042));
-  CHECK(h100.attention_efficiency_of(false, false, 4096) * 989.4 == doctest::Approx(579).epsilon(0.042));
-  CHECK(h100.attention_efficiency_of(true, false, 1024) / h100.attention_efficiency_of(true, false, 4096) ==
+  CHECK(h100.attention_efficiency_of("flash", false, 1024) * 989.4 == doctest::Approx(423).epsilon(0.042));
+  CHECK(h100.attention_efficiency_of("flash", false, 4096) * 989.4 == doctest::Approx(579).epsilon(0.042));
+  CHECK(h100.attention_efficiency_of("flash2", false, 1024) / h100.attention_efficiency_of("flash2", false, 4096) ==
         doctest::Approx(260.0 / 319).epsilon(0.05));
-  CHECK(h100.attention_efficiency_of(false, false, 131072) == h100.attention_efficiency_of(false, false));
+  CHECK(h100.attention_efficiency_of("flash", false, 131072) == h100.attention_efficiency_of("flash", false));
   // The 500 W part inherits them (a derived profile; its clock scale applies on top), and the A100's fused
   // attention is FlashAttention-2 already.
-  CHECK(gpu("h100-sxm-96gb-500w").attention_efficiency_of(true, true) == h100.attention_efficiency_of(true, true));
+  CHECK(gpu("h100-sxm-96gb-500w").attention_efficiency_of("flash2", true) == h100.attention_efficiency_of("flash2", true));
   const GpuSpec a100 = gpu("a100-sxm-80gb");
-  CHECK(a100.attention_efficiency_of(true, false) == a100.attention_efficiency_of(false, false));
+  CHECK(a100.attention_efficiency_of("flash2", false) == a100.attention_efficiency_of("flash", false));
 }
 
 TEST_CASE("a synchronous job runs at its slowest chip's pace: the expected largest of n normal draws") {

@@ -293,8 +293,8 @@ TEST_CASE("ring attention's merges as each framework runs them: PyTorch's fp32 a
   CHECK(t->bytes[1] == doctest::Approx(7 * 10 * T * (width + 2 * width)));
   CHECK(t->bytes[2] == 0.0);
   // Megatron-Core on Transformer Engine, Llama 3 70B at TP1 CP8, sequence 32,768: bf16 corrections (6
-  // bytes), grouped-query K and V at their 8 heads.
-  const Job te = scenario("published/simumax-b200-llama3-70b-tp1-cp8-seq32k.json");
+  // bytes), grouped-query K and V at their 8 heads, as its ring (p2p, Megatron's default) runs them.
+  const Job te = scenario("published/simumax-b200-llama3-70b-tp1-cp8-seq32k.json", {"parallel.cp_comm=ring"});
   REQUIRE_FALSE(te.layout.cp_merge.repeated_kv);
   const std::optional<LayerOp> m = merge(te);
   REQUIRE(m);

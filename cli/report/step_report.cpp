@@ -65,9 +65,9 @@ std::string pricing_text(const Job& job) {
   if (g.gemm_model.empty() && !g.gemm_efficiency.empty()) out += fmt::format(" at {:.1f}% of peak", 100 * g.gemm_efficiency.back().second);
   const AttentionKernel kernel = job.training.attention_kernel;
   if (fused_attention(kernel) && g.attention_efficiency) {
-    const bool flash2 = kernel == AttentionKernel::flash2;
-    out += fmt::format(", fused attention ({}) {:.1f}% (backward {:.1f}%)", attention_kernel_name(kernel),
-                       100 * g.attention_efficiency_of(flash2, false), 100 * g.attention_efficiency_of(flash2, true));
+    const std::string_view name = attention_kernel_name(kernel);
+    out += fmt::format(", fused attention ({}) {:.1f}% (backward {:.1f}%)", name, 100 * g.attention_efficiency_of(name, false),
+                       100 * g.attention_efficiency_of(name, true));
   }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
   if (const EagerElementwise* e = job.training.eager()) {

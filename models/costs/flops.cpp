@@ -160,6 +160,25 @@ namespace {
 
 void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t layer, const OpContext& c);
 
+// All-to-all context parallelism (OpContext::cp_comm): one kernel over every key for heads/cp of the
+// heads (the FLOPs on a rank are the ring's), the exchanges' sizes on the attention op, and Transformer
+// Engine's reordering of each exchanged tensor (flash_attn_a2a_communicate: a movedim made contiguous
+// and an index_select of the sequence chunks on each side of the all-to-all, two passes that each read
+// and write the tensor) as one memory-bound op before the kernel: q, k, v and the output forward, their
+// gradients backward.
+void add_cp_exchange(std::vector<LayerOp>& ops, const AttentionSpec& a, double T, double heads, double tp, const OpContext& c) {
+  const double d_qk = static_cast<double>(a.qk_head_dim()), d_v = static_cast<double>(a.out_head_dim());
+  const double kv_heads = a.kind == AttentionKind::gqa ? static_cast<double>(a.kv_heads) / tp : heads;
+  const double qkv = T * heads * d_qk + T * kv_heads * (d_qk + d_v), out = T * heads * d_v;
+  LayerOp& attention = ops.back();
+  attention.cp_exchange_in = qkv * c.element_bytes;
+  attention.cp_exchange_out = out * c.element_bytes;
+  const double bytes = 2 * 2 * (qkv + out) * c.element_bytes;
+  LayerOp copies{"CP all-to-all reorders", OpClass::memory, {0, 0, 0}, {bytes, bytes, 0}};
+  copies.elements = 2 * (qkv + out);
+  ops.insert(ops.end() - 1, copies);
+}
+
 // Ring attention's merges (OpContext::cp_merge): each of the cp − 1 steps after the first folds its
 // partial output into the running one, and in the backward adds its q, k and v gradients to their
 // accumulators, every step over the whole local tensors (the load-balanced half steps are counted
@@ -237,9 +256,13 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
   ops.push_back({"core attention", OpClass::attention, {f.forward, f.backward, 0}, {io, 2 * io, 0}});
   if (!c.unfused_attention) ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
-  // Under context parallelism each kernel call sees the local chunk of keys (a ring step's block).
-  ops.back().attention_keys = c.seq / static_cast<double>(std::max<std::int64_t>(1, c.cp));
-  add_ring_merges(ops, a, T, heads, tp, c);
+  if (c.cp > 1 && c.cp_comm == CpComm::all_to_all) {
+    add_cp_exchange(ops, a, T, heads, tp, c);
+  } else {
+    // Under ring context parallelism each kernel call sees the local chunk of keys (a ring step's block).
+    ops.back().attention_keys = c.seq / static_cast<double>(std::max<std::int64_t>(1, c.cp));
+    add_ring_merges(ops, a, T, heads, tp, c);
+  }
   // Unfused: softmax reads the scores and writes probabilities; dropout reads them and writes its
   // output and a one-byte mask (half a 16-bit element); the batched GEMMs themselves write the scores
   // and read the dropout output back (one element each). Backward: the GEMMs write the output

@@ -72,6 +72,10 @@ struct LayerOp {
   // instead of passing KV around a ring, each rank sends the next one its last raw entries
   // (`cp_boundary_bytes`) and all-gather the compressed ones (`cp_gather_bytes`, the gathered total).
   double cp_boundary_bytes = 0, cp_gather_bytes = 0;
+  // All-to-all context parallelism (ParallelLayout::cp_comm): the bytes each rank puts into the CP
+  // group's all-to-all before the attention kernel (q, k and v) and after it (the output); the backward
+  // exchanges the same sizes the other way round (the output gradient before, q, k, v gradients after).
+  double cp_exchange_in = 0, cp_exchange_out = 0;
   // Part of a fused MoE kernel (MoeExecution::waves): priced as one wave pipeline with its dispatch and
   // combine, not op by op (models/costs/moe_waves.hpp).
   bool fused_moe = false;
@@ -138,6 +142,7 @@ struct OpContext {
   bool one_input_cast = false;
   // Ring attention's merges between its steps (ParallelLayout::cp_merge), priced when cp > 1.
   ParallelLayout::CpMerge cp_merge;
+  CpComm cp_comm = CpComm::ring;
 };
 
 // The routed experts' ops (their names start "experts: "): their time scales with the expert load.

@@ -56,7 +56,7 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   } else if (training.attention_kernel == AttentionKernel::unfused)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
-    efficiency = gpu.attention_efficiency_of(training.attention_kernel == AttentionKernel::flash2, pass != 0, op.attention_keys);
+    efficiency = gpu.attention_efficiency_of(attention_kernel_name(training.attention_kernel), pass != 0, op.attention_keys);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }
@@ -96,6 +96,7 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.separate_projections = training.separate_projections;
   c.one_input_cast = layout.fp8_all_gathers && layout.tp > 1;
   c.cp_merge = layout.cp_merge;
+  c.cp_comm = layout.cp_comm;
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.
   if (const EagerElementwise* eager = training.eager()) c.eager = *eager;
   if (!training.fused_grad_accumulation) {

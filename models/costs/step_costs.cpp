@@ -114,7 +114,7 @@ class StageCoster {
       expert_load_ = expert_load.value_or(imbalance_);
     }
     if (m.moe && job.layout.moe_execution == MoeExecution::waves) plan_waves(sp);
-    if (job.layout.cp > 1) {
+    if (job.layout.cp > 1 && job.layout.cp_comm == CpComm::ring) {
       // Ring attention: each step passes the local keys and values to the next CP rank, cp−1 steps,
       // beside the attention of the block in hand; backward sends their gradients around as well.
       const AttentionSpec& a = m.attention;
@@ -204,6 +204,10 @@ class StageCoster {
       } else if (compressed_cp(op)) {  // the neighbour's boundary entries and the gathered compressed KV, then attention
         lp.forward.add_comm(compressed_cp_seconds(op, CollectiveOp::all_gather), CommKind::cp);
         lp.forward.add_kernel(f, host_);
+      } else if (exchange_cp(op)) {  // q, k, v to their heads' ranks, the kernel over every key, the output back
+        lp.forward.add_comm(cp_exchange_seconds(op.cp_exchange_in), CommKind::cp);
+        lp.forward.add_kernel(f, host_);
+        lp.forward.add_comm(cp_exchange_seconds(op.cp_exchange_out), CommKind::cp);
       } else if (ring_cp(op)) {
         lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp, host_);
       } else {
@@ -243,6 +247,10 @@ class StageCoster {
         } else if (compressed_cp(op)) {  // gradients back the same way: reduce-scatter and the boundary's send
           add_backward_kernels(*p, dx - dw, dw);
           p->add_comm(compressed_cp_seconds(op, CollectiveOp::reduce_scatter), CommKind::cp);
+        } else if (exchange_cp(op)) {  // the output gradient over, the q, k, v gradients back
+          p->add_comm(cp_exchange_seconds(op.cp_exchange_out), CommKind::cp);
+          add_backward_kernels(*p, dx - dw, dw);
+          p->add_comm(cp_exchange_seconds(op.cp_exchange_in), CommKind::cp);
         } else if (ring_cp(op)) {
           p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp, host_);
         } else {
@@ -322,6 +330,9 @@ class StageCoster {
   bool ring_cp(const LayerOp& op) const {
     return op.cls == OpClass::attention && job_.model.attention.kind != AttentionKind::compressed;
   }
+  // All-to-all CP: the exchanges on the CP group, blocking the kernel that needs them.
+  bool exchange_cp(const LayerOp& op) const { return op.cp_exchange_in > 0 && job_.layout.cp > 1; }
+  double cp_exchange_seconds(double bytes) const { return collective_seconds(CollectiveOp::all_to_all, bytes, groups_.cp, groups_.links); }
   bool compressed_cp(const LayerOp& op) const { return job_.layout.cp > 1 && (op.cp_boundary_bytes > 0 || op.cp_gather_bytes > 0); }
   double compressed_cp_seconds(const LayerOp& op, CollectiveOp gather) const {
     GroupPlacement pair{2, groups_.cp.nodes > 1 ? 2 : 1};

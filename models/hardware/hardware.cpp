@@ -53,15 +53,23 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 
 }  // namespace
 
-double GpuSpec::attention_efficiency_of(bool flash2, bool backward, double keys) const {
+const std::vector<std::string>& GpuSpec::attention_kernel_profiles() {
+  static const std::vector<std::string> kernels{"flash2", "cudnn"};
+  return kernels;
+}
+
+double GpuSpec::attention_efficiency_of(std::string_view kernel, bool backward, double keys) const {
   const double forward = attention_efficiency.value_or(1.0);
   double e = backward ? attention_backward_efficiency.value_or(forward) : forward;
-  double half = attention_half_sequence;
-  if (flash2 && (backward ? attention_flash2_backward_efficiency : attention_flash2_efficiency)) {
-    e = backward ? *attention_flash2_backward_efficiency : *attention_flash2_efficiency;
-    half = attention_flash2_half_sequence.value_or(half);
+  double half = attention_half_sequence, reference = attention_reference_sequence;
+  if (auto own = attention_kernels.find(kernel); own != attention_kernels.end()) {
+    const AttentionKernelRates& k = own->second;
+    if (auto rate = backward ? k.backward : k.forward) {
+      e = *rate;
+      half = k.half_sequence.value_or(half);
+      reference = k.reference_sequence.value_or(reference);
+    }
   }
-  const double reference = attention_reference_sequence;
   if (keys <= 0 || half <= 0 || reference <= 0 || keys >= reference) return e;
   return e * (keys / (keys + half)) / (reference / (reference + half));
 }
@@ -230,15 +238,30 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     read_gemm_models(r, g);
     g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
     g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
-    g.attention_flash2_efficiency = r.number("attention_flash2_efficiency", Need::optional, 0.01, 1.0);
-    g.attention_flash2_backward_efficiency = r.number("attention_flash2_backward_efficiency", Need::optional, 0.01, 1.0);
     auto half_sequence = r.number("attention_half_sequence", Need::optional, 0.0, 1e7);
     g.attention_half_sequence = half_sequence.value_or(0.0);
-    g.attention_flash2_half_sequence = r.number("attention_flash2_half_sequence", Need::optional, 0.0, 1e7);
     auto reference_sequence = r.number("attention_reference_sequence", Need::optional, 1.0, 1e9);
     g.attention_reference_sequence = reference_sequence.value_or(0.0);
     if (half_sequence && !reference_sequence)
       r.error("attention_half_sequence", "give attention_reference_sequence too: the keys per query the attention efficiencies were measured at");
+    std::vector<std::string> kernel_figures;
+    for (const std::string& kernel : GpuSpec::attention_kernel_profiles()) {
+      const std::string key = "attention_" + kernel + "_";
+      GpuSpec::AttentionKernelRates k;
+      k.forward = r.number(key + "efficiency", Need::optional, 0.01, 1.0);
+      k.backward = r.number(key + "backward_efficiency", Need::optional, 0.01, 1.0);
+      k.half_sequence = r.number(key + "half_sequence", Need::optional, 0.0, 1e7);
+      k.reference_sequence = r.number(key + "reference_sequence", Need::optional, 1.0, 1e9);
+      if (k.half_sequence && !k.reference_sequence && !reference_sequence)
+        r.error(key + "half_sequence", fmt::format("give {0}reference_sequence (or attention_reference_sequence) too: the keys per query "
+                                                   "the {1} efficiencies were measured at", key, kernel));
+      for (const char* suffix : {"efficiency", "backward_efficiency", "half_sequence", "reference_sequence"})
+        if (r.has(key + suffix)) kernel_figures.push_back(key + suffix);  // its source is expected even where the figure is wrong
+      if (k.forward || k.backward)
+        g.attention_kernels[kernel] = k;
+      else if (k.half_sequence || k.reference_sequence)
+        r.error(key + "efficiency", fmt::format("give the {} kernel's efficiency: its half and reference sequences only shape it", kernel));
+    }
     auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
     g.hbm_efficiency = hbm_efficiency.value_or(1.0);
     auto sustained = r.number("sustained_compute_scale", Need::optional, 0.1, 1.0);
@@ -257,10 +280,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (!g.gemm_model.empty()) figures.emplace_back("gemm_model");
     if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
     if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
-    if (g.attention_flash2_efficiency) figures.emplace_back("attention_flash2_efficiency");
-    if (g.attention_flash2_backward_efficiency) figures.emplace_back("attention_flash2_backward_efficiency");
     if (half_sequence) figures.emplace_back("attention_half_sequence");
-    if (g.attention_flash2_half_sequence) figures.emplace_back("attention_flash2_half_sequence");
+    figures.insert(figures.end(), kernel_figures.begin(), kernel_figures.end());
     if (reference_sequence) figures.emplace_back("attention_reference_sequence");
     if (hbm_efficiency) figures.emplace_back("hbm_efficiency");
     if (kernel_overhead) figures.emplace_back("kernel_overhead");

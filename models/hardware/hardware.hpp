@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "models/input/json_reader.hpp"
@@ -104,24 +105,31 @@ struct GpuSpec {
   // The throughput of a job's slowest chip over the profile's typical one (set_job_size): a synchronous
   // step waits for its slowest GPU at every collective, so every rank computes at that pace.
   double slowest_chip_scale = 1.0;
-  // Share of the dense peak a fused (flash) attention kernel reaches; absent: the datasheet peak.
+  // Share of the dense peak the GPU's fastest fused attention kernel reaches (training.attention_kernel
+  // "flash": FlashAttention-3 on Hopper, FlashAttention-4 on Blackwell); absent: the datasheet peak.
   std::optional<double> attention_efficiency;
   // The same for its backward pass; absent: attention_efficiency.
   std::optional<double> attention_backward_efficiency;
-  // FlashAttention-2's shares of the bf16 peak, forward and backward, where the GPU's fastest kernel is
-  // another (Hopper: FlashAttention-3); absent: the kernel above is FlashAttention-2's own rate.
-  std::optional<double> attention_flash2_efficiency, attention_flash2_backward_efficiency;
   // How a fused attention kernel's efficiency falls in shorter sequences: the efficiencies above hold at
   // `attention_reference_sequence` keys per query (the longest a source measured) and beyond; below it a
   // kernel over `keys` keys reaches (keys / (keys + half)) / (reference / (reference + half)) of them,
   // `half` being the keys at which the fitted curve e·s/(s + half) is at half its asymptote (a causal
   // kernel's diagonal tiles and each query block's prologue weigh more in short sequences). 0: no
-  // dependence. FlashAttention-2's own half where the profile has one.
+  // dependence.
   double attention_half_sequence = 0, attention_reference_sequence = 0;
-  std::optional<double> attention_flash2_half_sequence;
-  // The fused-attention efficiency of a pass (the backward's own where given), FlashAttention-2's with
-  // `flash2`, over `keys` keys per query (0: at the reference sequence).
-  double attention_efficiency_of(bool flash2, bool backward, double keys = 0) const;
+  // Another library's fused attention on this GPU, under its training.attention_kernel word
+  // (attention_kernel_profiles: "flash2", FlashAttention-2 as PyTorch's SDPA runs it; "cudnn", cuDNN's,
+  // which Transformer Engine picks), from the profile keys attention_<kernel>_efficiency,
+  // _backward_efficiency, _half_sequence and _reference_sequence; a figure it leaves out is the fastest
+  // kernel's.
+  struct AttentionKernelRates {
+    std::optional<double> forward, backward, half_sequence, reference_sequence;
+  };
+  std::map<std::string, AttentionKernelRates, std::less<>> attention_kernels;
+  static const std::vector<std::string>& attention_kernel_profiles();
+  // The fused-attention efficiency of a pass (the backward's own where given) of the named kernel
+  // ("flash", or one the profile has rates for), over `keys` keys per query (0: at the reference sequence).
+  double attention_efficiency_of(std::string_view kernel, bool backward, double keys = 0) const;
   std::map<std::string, std::string> sources;
 };
 

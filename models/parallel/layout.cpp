@@ -129,6 +129,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
                         .value_or(MoeExecution::separate);
   p.tp_overlap = r.choice<TpOverlap>("tp_overlap", Need::optional, {{"none", TpOverlap::none}, {"async", TpOverlap::async}})
                      .value_or(TpOverlap::none);
+  p.cp_comm = r.choice<CpComm>("cp_comm", Need::optional, {{"ring", CpComm::ring}, {"a2a", CpComm::all_to_all}}).value_or(CpComm::ring);
   p.order = read_order(r);
   p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
                 .value_or(PipelineSplit::even);
@@ -230,6 +231,16 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
       error("/parallel/moe_execution", fmt::format("\"waves\" runs MoE layers; {} has no experts", model.name));
     if (p.ep != 1) error("/parallel/ep", fmt::format("ep {} needs an MoE model; {} has no experts", p.ep, model.name));
     if (p.etp != 1) error("/parallel/etp", fmt::format("etp {} needs an MoE model; {} has no experts", p.etp, model.name));
+  }
+  // All-to-all CP gives each rank heads/cp of the heads (TE checks both divide: context_parallel.py).
+  if (p.cp > 1 && p.cp_comm == CpComm::all_to_all) {
+    if (a.kind == AttentionKind::compressed)
+      error("/parallel/cp_comm", "\"a2a\" splits dense attention by heads; compressed attention exchanges its own way: use \"ring\"");
+    else if (a.heads % (p.tp * p.cp) != 0 || (a.kind == AttentionKind::gqa && a.kv_heads % (p.tp * p.cp) != 0))
+      error("/parallel/cp_comm", fmt::format("\"a2a\" gives each rank heads/cp of the heads: tp {} × cp {} = {} must divide the {} attention "
+                                             "heads{}; use \"ring\" or a smaller cp",
+                                             p.tp, p.cp, p.tp * p.cp, a.heads,
+                                             a.kind == AttentionKind::gqa ? fmt::format(" and the {} key/value heads", a.kv_heads) : ""));
   }
   // Sequence sharding: Megatron splits each sequence into 2·cp chunks for causal load balance.
   if (p.cp > 1 && training.seq_len % (2 * p.cp) != 0)

@@ -46,6 +46,14 @@ enum class MoeExecution { separate, waves };
 // its output, as one op in TP chunks whose peer copies run on the copy engines
 // (torch/distributed/_symmetric_memory; models/costs/step_costs.cpp prices it).
 enum class TpOverlap { none, async };
+// How context parallelism moves the sequence (Megatron-LM's --cp-comm-type): `ring` passes each rank's
+// keys and values around the CP group beside attention over its local queries, step by step (p2p,
+// Megatron's default; PyTorch's context_parallel); `all_to_all` (Transformer Engine's "a2a", as
+// DeepSpeed-Ulysses) exchanges Q, K and V so that each rank holds the whole sequence for heads/cp of the
+// heads, runs one attention kernel over every key, and sends the output back; the backward mirrors it
+// (TE 2.11 transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
+// AttnFuncWithCPAndQKVOA2A).
+enum class CpComm { ring, all_to_all };
 
 struct ParallelLayout {
   std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1, vp = 1;
@@ -107,6 +115,7 @@ struct ParallelLayout {
   } cp_merge;
   MoeExecution moe_execution = MoeExecution::separate;
   TpOverlap tp_overlap = TpOverlap::none;
+  CpComm cp_comm = CpComm::ring;
   std::vector<std::string> order{"tp", "cp", "ep", "dp", "pp"};  // innermost first
   PipelineSplit split = PipelineSplit::even;
   std::vector<std::int64_t> stage_layers;  // transformer layers per stage, filled by finalize_layout

@@ -102,7 +102,8 @@ double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
 
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words() {
   static const std::vector<std::pair<std::string, AttentionKernel>> words{
-      {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"unfused", AttentionKernel::unfused}};
+      {"flash", AttentionKernel::flash}, {"flash2", AttentionKernel::flash2}, {"cudnn", AttentionKernel::cudnn},
+      {"unfused", AttentionKernel::unfused}};
   return words;
 }
 

@@ -15,9 +15,11 @@ enum class Precision { bf16, fp16, fp8 };
 // flash: fused kernel keeping only its output and log-sum-exp (Dao et al.), at the GPU profile's
 // fused-attention rates (its fastest kernel: FlashAttention-3 on Hopper); flash2: the same kind of
 // kernel at FlashAttention-2's rates, where the profile gives them (PyTorch's SDPA flash backend, and
-// what frameworks ran on Hopper before FlashAttention-3); unfused: softmax probabilities materialised,
-// as in Megatron-LM at SC'21 (Korthikanti et al. §4.1).
-enum class AttentionKernel { flash, flash2, unfused };
+// what frameworks ran on Hopper before FlashAttention-3); cudnn: the same kind of kernel at cuDNN's
+// fused-attention rates, where the profile gives them (Transformer Engine's FusedAttention, which it
+// prefers on Hopper and Blackwell); unfused: softmax probabilities materialised, as in Megatron-LM at
+// SC'21 (Korthikanti et al. §4.1).
+enum class AttentionKernel { flash, flash2, cudnn, unfused };
 inline bool fused_attention(AttentionKernel k) { return k != AttentionKernel::unfused; }
 // The words scenario files (training.attention_kernel) and measured runs use for them.
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words();

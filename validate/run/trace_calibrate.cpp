@@ -116,18 +116,20 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
   TraceCalibration c;
   c.profile = profile_json;
   const Measured m = measured_of(trace);
-  const bool flash2 = job.training.attention_kernel == AttentionKernel::flash2;
+  const std::string kernel(attention_kernel_name(job.training.attention_kernel));
   const GpuSpec original = read_profile_json(c.profile);
-  const std::string forward_field = flash2 ? "attention_flash2_efficiency" : "attention_efficiency";
-  const std::string backward_field = flash2 ? "attention_flash2_backward_efficiency" : "attention_backward_efficiency";
+  // The kernel the job runs keeps its own figures where the profile's catalogue has some for it.
+  const std::vector<std::string>& own = GpuSpec::attention_kernel_profiles();
+  const std::string prefix = std::find(own.begin(), own.end(), kernel) != own.end() ? "attention_" + kernel + "_" : "attention_";
+  const std::string forward_field = prefix + "efficiency", backward_field = prefix + "backward_efficiency";
   // Figures the profile leaves to others get their effective values first, so they can be scaled.
   auto effective = [&](const std::string& field, double value) {
     if (c.profile.contains(field)) return;
     c.profile[field] = value;
     c.profile["sources"][field] = "the figure plumb used before (the profile left it to another)";
   };
-  effective(forward_field, original.attention_efficiency_of(flash2, false));
-  effective(backward_field, original.attention_efficiency_of(flash2, true));
+  effective(forward_field, original.attention_efficiency_of(kernel, false));
+  effective(backward_field, original.attention_efficiency_of(kernel, true));
   effective("hbm_efficiency", original.hbm_efficiency);
   // Kernel durations carry no launch gap: the efficiencies are fitted priced without one.
   const Json earlier_overhead = c.profile.value("kernel_overhead", Json());

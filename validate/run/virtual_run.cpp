@@ -83,6 +83,9 @@ Job virtual_stage_job(const Job& full, const VirtualRunOptions& o) {
   }
   job.training.global_batch = default_micro_batches(o) * p.micro_batch * o.dp;
   job.training.attention_kernel = o.attention;
+  if (o.attention != AttentionKernel::flash && fused_attention(o.attention))
+    src.error("--attention", fmt::format("the validation run executes plumb's own attention kernels, flash or unfused, not {}'s: "
+                                         "use --attention flash", attention_kernel_name(o.attention)));
   if (p.recompute.alternate_matmuls || p.recompute.matmuls)
     src.error("/parallel/recompute", "the validation run does not execute torchtitan's per-op recomputation "
                                      "(alternate_matmuls, matmuls) yet; use a list of whole ops or \"full\"");
