@@ -96,9 +96,12 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // 28.8% (14.6% / 28.7% with the rerun wk and w3 at their own GEMMs' time). Ring attention's merges as
   // PyTorch and Transformer Engine run them (parallel.cp_merge): torchtitan 11.7% / 27.2% → 11.4% / 25.5%,
   // SimuMax 35.0% → 34.9%.
+  // Session 31: Megatron-Core's attention as Transformer Engine runs it, cuDNN's kernel at cudnn-frontend's
+  // B200 rates, and the CP rows' all-to-all (TE's a2a, one kernel over every key): SimuMax 34.9% / 42.0% →
+  // 32.3% / 40.4%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.36, 0.43},          {"torchtitan-h100-2024-12", false, 0.12, 0.26},
+                          {"simumax-b200", false, 0.33, 0.41},          {"torchtitan-h100-2024-12", false, 0.12, 0.26},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.16, 0.30},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15}};
   for (const Bound& b : bounds) {

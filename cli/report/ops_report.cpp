@@ -64,7 +64,7 @@ Json ops_report_json(const Job& job) {
     stages.push_back(std::move(stage));
   }
   return {{"scenario", job.name},
-          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient, and its grouped model for grouped expert GEMMs, where it has them), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; attention_flash2_efficiency and attention_flash2_backward_efficiency under attention_kernel flash2), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead; tensor-core work at the pace of the job's slowest chip (slowest_chip_scale, from chip_spread)"},
+          {"roofline", "GEMMs at the GPU profile's gemm_model for their shape where it has one for the dtype (its weight_gradient model for the weight gradient, and its grouped model for grouped expert GEMMs, where it has them), else its gemm_efficiency (gemm_efficiency_fp8 for fp8 GEMMs), fused attention at its attention_efficiency (attention_backward_efficiency backward; under attention_kernel flash2 or cudnn that kernel's own attention_<kernel>_efficiency and attention_<kernel>_backward_efficiency where the profile gives them), elementwise ops at the HBM bandwidth times hbm_efficiency; each pass that launches a kernel adds kernel_overhead; tensor-core work at the pace of the job's slowest chip (slowest_chip_scale, from chip_spread)"},
           {"slowest_chip_scale", job.cluster.gpu.slowest_chip_scale},
           {"stages", stages}};
 }
