@@ -119,7 +119,7 @@ std::string ops_report_table(const Job& job) {
     if (so.layer >= 0) {
       LayerTimes t = layer_times(job, so.layer);
       const std::string& recompute = job.layout.recompute.label;
-      out += fmt::format("  the layer alone, its TP/EP communication in turn: forward {:.2f} ms, backward {:.2f} ms ({})\n",
+      out += fmt::format("  the layer alone, its TP/EP/CP communication in turn: forward {:.2f} ms, backward {:.2f} ms ({})\n",
                          t.forward * 1e3, t.backward * 1e3,
                          recompute == "none" ? "no recomputation" : "recomputation (" + recompute + ") included");
     }
