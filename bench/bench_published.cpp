@@ -1,4 +1,4 @@
-// The published suite end to end (78 cases: read, simulate, summarise): how long `plumb validate` takes,
+// The published suite end to end (80 cases: read, simulate, summarise): how long `plumb validate` takes,
 // and, printed once before the timings, its full table — predicted against measured per case and metric,
 // the error summaries per publication and the worst cases' breakdown.
 #include <benchmark/benchmark.h>
