@@ -100,10 +100,11 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // B200 rates, and the CP rows' all-to-all (TE's a2a, one kernel over every key): SimuMax 34.9% / 42.0% →
   // 32.3% / 40.4%; B200 NVLink and NVLS at the rates nccl-tests measured on B200 nodes: 31.8% / 39.4%.
   // torchtitan's 8B on 32 and 64 H200 (Trainy, June 2025), added unseen: +4.0% and +5.4%, memory +2.6% and
-  // +0.1%.
+  // +0.1%. PyTorch's context parallelism as it ran, K and V all-gathered beside the first block
+  // (parallel.cp_comm "all_gather"): torchtitan 11.4% / 25.5% → 10.8% / 25.0% (405B CP8 +25.5% → +17.8%).
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.32, 0.40},          {"torchtitan-h100-2024-12", false, 0.12, 0.26},
+                          {"simumax-b200", false, 0.32, 0.40},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.16, 0.30},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15},
                           {"torchtitan-h200-2025-06", false, 0.05, 0.06},

@@ -315,3 +315,25 @@ TEST_CASE("ring attention's merges as each framework runs them: PyTorch's fp32 a
   CHECK((a.forward.compute() + a.backward.compute()) - (b.forward.compute() + b.backward.compute()) ==
         doctest::Approx(merges + 32 * 3 * tt.cluster.gpu.kernel_overhead).epsilon(1e-6));
 }
+
+TEST_CASE("PyTorch's context parallelism all-gathers K and V beside the first block, and passes their gradients around the ring") {
+  // torchtitan's 405B at TP8 CP8 over 262,144 tokens: 32,768 a rank, K and V repeated to the 16 query heads a
+  // TP rank holds (repeat_kv before SDPA), 128 wide each, bf16; the CP group spans eight nodes.
+  const Job gathered = scenario("published/torchtitan-h100-405b-fsdp1-cp8.json");
+  const Job ring = scenario("published/torchtitan-h100-405b-fsdp1-cp8.json", {"parallel.cp_comm=ring"});
+  REQUIRE(gathered.layout.cp_comm == CpComm::all_gather);  // the framework's: PyTorch's default rotate method
+  const double kv = 32768.0 * 16 * (128 + 128) * 2;
+  const CollectiveLinks links = CollectiveLinks::of(gathered.cluster.gpu, gathered.cluster.fabric);
+  const double gather = collective_seconds(CollectiveOp::all_gather, 8 * kv, GroupPlacement{8, 8}, links);
+  const double sends = 7 * collective_seconds(CollectiveOp::send_recv, kv, GroupPlacement{2, 2}, links);
+  const StageCost g = stage_costs(gathered), r = stage_costs(ring);
+  // Forward: one gather a layer where the ring sends seven times; backward (full AC: the forward again
+  // first): the gather again and the gradients' seven sends, where the ring sends K and V and their gradients.
+  CHECK(g.forward.comm(CommKind::cp) / r.forward.comm(CommKind::cp) == doctest::Approx(gather / sends));
+  CHECK(g.backward.comm(CommKind::cp) / r.backward.comm(CommKind::cp) == doctest::Approx((2 * gather + sends) / (3 * sends)));
+  // Across nodes the gather (1.9 GB out of each rank's NIC) outlasts the first block it hides behind,
+  // where each ring step's send hides behind its block: the step is slower.
+  CHECK(gather > 2 * sends / 7);
+  CHECK(run(gathered).report.step_time > run(ring).report.step_time);
+  CHECK(g.forward.compute() == doctest::Approx(r.forward.compute()));  // the same kernels
+}

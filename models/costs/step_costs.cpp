@@ -114,14 +114,18 @@ class StageCoster {
       expert_load_ = expert_load.value_or(imbalance_);
     }
     if (m.moe && job.layout.moe_execution == MoeExecution::waves) plan_waves(sp);
-    if (job.layout.cp > 1 && job.layout.cp_comm == CpComm::ring) {
+    if (job.layout.cp > 1 && job.layout.cp_comm != CpComm::all_to_all) {
       // Ring attention: each step passes the local keys and values to the next CP rank, cp−1 steps,
-      // beside the attention of the block in hand; backward sends their gradients around as well.
+      // beside the attention of the block in hand; backward sends their gradients around as well. The
+      // keys and values as the kernel gets them: at every query head where the framework repeats them.
       const AttentionSpec& a = m.attention;
-      double kv = ctx_.tokens * static_cast<double>(a.kv_heads) / static_cast<double>(job.layout.tp) *
-                  static_cast<double>(a.qk_head_dim() + a.out_head_dim()) * 2.0;
+      const double heads = job.layout.cp_merge.repeated_kv ? static_cast<double>(a.heads) : static_cast<double>(a.kv_heads);
+      double kv = ctx_.tokens * heads / static_cast<double>(job.layout.tp) * static_cast<double>(a.qk_head_dim() + a.out_head_dim()) * 2.0;
       GroupPlacement pair{2, groups_.cp.nodes > 1 ? 2 : 1};
       cp_fwd_ = static_cast<double>(job.layout.cp - 1) * collective_seconds(CollectiveOp::send_recv, kv, pair, groups_.links);
+      // All-gathered instead: every rank's keys and values at once, cp times the local ones.
+      if (job.layout.cp_comm == CpComm::all_gather)
+        cp_gather_ = collective_seconds(CollectiveOp::all_gather, kv * static_cast<double>(job.layout.cp), groups_.cp, groups_.links);
     }
   }
 
@@ -208,6 +212,9 @@ class StageCoster {
         lp.forward.add_comm(cp_exchange_seconds(op.cp_exchange_in), CommKind::cp);
         lp.forward.add_kernel(f, host_);
         lp.forward.add_comm(cp_exchange_seconds(op.cp_exchange_out), CommKind::cp);
+      } else if (ring_cp(op) && gathered_cp()) {  // the gather beside the first block, the others after it
+        lp.forward.add_overlapped(f / cp(), cp_gather_, CommKind::cp, host_);
+        lp.forward.add_kernel(f - f / cp(), host_);
       } else if (ring_cp(op)) {
         lp.forward.add_overlapped(f, cp_fwd_, CommKind::cp, host_);
       } else {
@@ -251,6 +258,9 @@ class StageCoster {
           p->add_comm(cp_exchange_seconds(op.cp_exchange_out), CommKind::cp);
           add_backward_kernels(*p, dx - dw, dw);
           p->add_comm(cp_exchange_seconds(op.cp_exchange_in), CommKind::cp);
+        } else if (ring_cp(op) && gathered_cp()) {  // gathered again, then the gradients around the ring
+          p->add_overlapped(dx / cp(), cp_gather_, CommKind::cp, host_);
+          p->add_overlapped(dx - dx / cp(), cp_fwd_, CommKind::cp, host_);
         } else if (ring_cp(op)) {
           p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp, host_);
         } else {
@@ -331,6 +341,8 @@ class StageCoster {
     return op.cls == OpClass::attention && job_.model.attention.kind != AttentionKind::compressed;
   }
   // All-to-all CP: the exchanges on the CP group, blocking the kernel that needs them.
+  bool gathered_cp() const { return job_.layout.cp > 1 && job_.layout.cp_comm == CpComm::all_gather; }
+  double cp() const { return static_cast<double>(job_.layout.cp); }
   bool exchange_cp(const LayerOp& op) const { return op.cp_exchange_in > 0 && job_.layout.cp > 1; }
   double cp_exchange_seconds(double bytes) const { return collective_seconds(CollectiveOp::all_to_all, bytes, groups_.cp, groups_.links); }
   bool compressed_cp(const LayerOp& op) const { return job_.layout.cp > 1 && (op.cp_boundary_bytes > 0 || op.cp_gather_bytes > 0); }
@@ -390,7 +402,7 @@ class StageCoster {
   double activation_bytes_ = 0;
   double imbalance_ = 1.0;
   double expert_load_ = 1.0;
-  double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0;
+  double a2a_dispatch_ = 0, a2a_bf16_ = 0, cp_fwd_ = 0, cp_gather_ = 0;
   double separate_memory_ = 0;  // fused waves: the memory passes of the non-fused path beside them
   WavePipeline wave_forward_, wave_backward_;  // their compute filled in per pass
   std::optional<MoeWavesCost> waves_;

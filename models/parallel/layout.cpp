@@ -129,7 +129,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
                         .value_or(MoeExecution::separate);
   p.tp_overlap = r.choice<TpOverlap>("tp_overlap", Need::optional, {{"none", TpOverlap::none}, {"async", TpOverlap::async}})
                      .value_or(TpOverlap::none);
-  p.cp_comm = r.choice<CpComm>("cp_comm", Need::optional, {{"ring", CpComm::ring}, {"a2a", CpComm::all_to_all}}).value_or(CpComm::ring);
+  p.cp_comm = r.choice<CpComm>("cp_comm", Need::optional, {{"ring", CpComm::ring}, {"a2a", CpComm::all_to_all}, {"all_gather", CpComm::all_gather}}).value_or(CpComm::ring);
   p.order = read_order(r);
   p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
                 .value_or(PipelineSplit::even);
@@ -233,10 +233,11 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
     if (p.etp != 1) error("/parallel/etp", fmt::format("etp {} needs an MoE model; {} has no experts", p.etp, model.name));
   }
   // All-to-all CP gives each rank heads/cp of the heads (TE checks both divide: context_parallel.py).
-  if (p.cp > 1 && p.cp_comm == CpComm::all_to_all) {
-    if (a.kind == AttentionKind::compressed)
-      error("/parallel/cp_comm", "\"a2a\" splits dense attention by heads; compressed attention exchanges its own way: use \"ring\"");
-    else if (a.heads % (p.tp * p.cp) != 0 || (a.kind == AttentionKind::gqa && a.kv_heads % (p.tp * p.cp) != 0))
+  if (p.cp > 1 && p.cp_comm != CpComm::ring && a.kind == AttentionKind::compressed)
+    error("/parallel/cp_comm", "compressed attention exchanges its own way under context parallelism (its boundary entries and the "
+                               "compressed KV): use \"ring\"");
+  else if (p.cp > 1 && p.cp_comm == CpComm::all_to_all) {
+    if (a.heads % (p.tp * p.cp) != 0 || (a.kind == AttentionKind::gqa && a.kv_heads % (p.tp * p.cp) != 0))
       error("/parallel/cp_comm", fmt::format("\"a2a\" gives each rank heads/cp of the heads: tp {} × cp {} = {} must divide the {} attention "
                                              "heads{}; use \"ring\" or a smaller cp",
                                              p.tp, p.cp, p.tp * p.cp, a.heads,

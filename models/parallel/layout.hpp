@@ -52,8 +52,12 @@ enum class TpOverlap { none, async };
 // DeepSpeed-Ulysses) exchanges Q, K and V so that each rank holds the whole sequence for heads/cp of the
 // heads, runs one attention kernel over every key, and sends the output back; the backward mirrors it
 // (TE 2.11 transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py,
-// AttnFuncWithCPAndQKVOA2A).
-enum class CpComm { ring, all_to_all };
+// AttnFuncWithCPAndQKVOA2A); `all_gather` gathers every rank's keys and values in one collective at the
+// first ring step, which only the first block's attention hides, then runs the other blocks from the
+// gathered copy; the backward gathers them again the same way and passes the key and value gradients
+// around the ring (PyTorch's context_parallel with its default rotate method, _RotateMethod.ALL_GATHER:
+// torch/distributed/tensor/experimental/_attention.py, _AllGatherRotater).
+enum class CpComm { ring, all_to_all, all_gather };
 
 struct ParallelLayout {
   std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1, vp = 1;
