@@ -340,9 +340,10 @@ class StageCoster {
   bool ring_cp(const LayerOp& op) const {
     return op.cls == OpClass::attention && job_.model.attention.kind != AttentionKind::compressed;
   }
-  // All-to-all CP: the exchanges on the CP group, blocking the kernel that needs them.
+  // PyTorch's all-gather rotation of K and V (ParallelLayout::cp_comm all_gather).
   bool gathered_cp() const { return job_.layout.cp > 1 && job_.layout.cp_comm == CpComm::all_gather; }
   double cp() const { return static_cast<double>(job_.layout.cp); }
+  // All-to-all CP: the exchanges on the CP group, blocking the kernel that needs them.
   bool exchange_cp(const LayerOp& op) const { return op.cp_exchange_in > 0 && job_.layout.cp > 1; }
   double cp_exchange_seconds(double bytes) const { return collective_seconds(CollectiveOp::all_to_all, bytes, groups_.cp, groups_.links); }
   bool compressed_cp(const LayerOp& op) const { return job_.layout.cp > 1 && (op.cp_boundary_bytes > 0 || op.cp_gather_bytes > 0); }
