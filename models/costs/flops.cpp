@@ -174,7 +174,10 @@ void add_cp_exchange(std::vector<LayerOp>& ops, const AttentionSpec& a, double T
   attention.cp_exchange_in = qkv * c.element_bytes;
   attention.cp_exchange_out = out * c.element_bytes;
   const double bytes = 2 * 2 * (qkv + out) * c.element_bytes;
-  LayerOp copies{"CP all-to-all reorders", OpClass::memory, {0, 0, 0}, {bytes, bytes, 0}};
+  LayerOp copies;
+  copies.name = "CP all-to-all reorders";
+  copies.cls = OpClass::memory;
+  copies.bytes = {bytes, bytes, 0};
   copies.elements = 2 * (qkv + out);
   ops.insert(ops.end() - 1, copies);
 }
