@@ -66,8 +66,10 @@ std::string pricing_text(const Job& job) {
   const AttentionKernel kernel = job.training.attention_kernel;
   if (fused_attention(kernel) && g.attention_efficiency) {
     const std::string_view name = attention_kernel_name(kernel);
-    out += fmt::format(", fused attention ({}) {:.1f}% (backward {:.1f}%)", name, 100 * g.attention_efficiency_of(name, false),
-                       100 * g.attention_efficiency_of(name, true));
+    // A library's kernel the profile has no rates for is priced at the profile's fastest kernel's: say so.
+    const bool own = kernel == AttentionKernel::flash || g.attention_kernels.count(std::string(name)) > 0;
+    out += fmt::format(", fused attention ({}{}) {:.1f}% (backward {:.1f}%)", name, own ? "" : ", at the fastest kernel's rates",
+                       100 * g.attention_efficiency_of(name, false), 100 * g.attention_efficiency_of(name, true));
   }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
   if (const EagerElementwise* e = job.training.eager()) {
