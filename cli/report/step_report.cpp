@@ -164,8 +164,9 @@ Json step_report_json(const Job& job, const StepReport& r) {
 std::string step_report_table(const Job& job, const StepReport& r) {
   const ParallelLayout& p = job.layout;
   std::string out = fmt::format(
-      "{}\n{} × {} · TP{}{} PP{} DP{} EP{} CP{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
-      job.cluster.gpu.name, p.tp, p.tp_overlap == TpOverlap::async ? " (async)" : "", p.pp, p.dp, p.ep, p.cp, schedule_name(p.schedule),
+      "{}\n{} × {} · TP{}{} PP{} DP{} EP{} CP{}{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
+      job.cluster.gpu.name, p.tp, p.tp_overlap == TpOverlap::async ? " (async)" : "", p.pp, p.dp, p.ep, p.cp,
+      p.cp < 2 || p.cp_comm == CpComm::ring ? "" : p.cp_comm == CpComm::all_to_all ? " (a2a)" : " (all-gather)", schedule_name(p.schedule),
       p.zero, job.microbatches(), p.micro_batch);
   out += pricing_text(job) + "\n";
   out += fmt::format("step time          {:.3f} s   (analytic estimate {:.3f} s, {:+.1f}%)\n", r.step_time, r.estimate,
