@@ -254,3 +254,28 @@ TEST_CASE("without a pipeline a layout is listed once, not once per schedule") {
     if (reason.key() == "/parallel/schedule") deduplicated += rejection.count;
   CHECK(deduplicated == 3);
 }
+
+TEST_CASE("the planner compares context-parallel algorithms, once each where there is context parallelism") {
+  // SimuMax's Llama 3 70B at 32,768 tokens on 8 B200: CP 1, 2 and 8 under the ring, TE's all-to-all and
+  // PyTorch's all-gather. At CP 1 the three run the same step: listed once (and here refused, DP8 not
+  // dividing the global batch of 4).
+  Job base = scenario("published/simumax-b200-llama3-70b-tp1-cp8-seq32k.json",
+                      {"plan.cp=[1, 2, 8]", "plan.cp_comm=[\"ring\", \"a2a\", \"all_gather\"]", "plan.tp=[1]", "plan.pp=[1]",
+                       "plan.zero=[1]", "plan.micro_batch=[1]", "plan.recompute=[\"full\"]", "plan.schedule=[\"1f1b\"]", "plan.vp=[1]",
+                       "plan.top=6"});
+  PlanSpace space = read_plan_space(base);
+  REQUIRE(space.cp_comm.size() == 3);
+  PlanOutcome o = run_plan(base, space, PlanOptions{});
+  std::map<std::string, const PlanResult*> by;
+  for (const PlanResult& r : o.ranked) by[r.layout.substr(0, r.layout.find(" 1f1b"))] = &r;
+  CHECK(by.size() == 6);  // CP2 and CP8 under each algorithm (CP1, DP8, cannot split the 4 sequences)
+  for (const char* layout : {"TP1 PP1 DP1 CP8", "TP1 PP1 DP1 CP8(a2a)", "TP1 PP1 DP1 CP8(all_gather)", "TP1 PP1 DP4 CP2(a2a)"})
+    CHECK_MESSAGE(by.count(layout), layout);
+  std::uint64_t listed_once = 0;
+  for (const auto& [reason, rejection] : o.rejected)
+    if (reason.key() == "/parallel/cp_comm") listed_once += rejection.count;
+  CHECK(listed_once == 2);
+  // The same layouts as plumb run prices them: the all-to-all's one kernel over every key at cuDNN's
+  // long-sequence rate beats the ring's blocks of 4,096 keys here.
+  CHECK(by.at("TP1 PP1 DP1 CP8(a2a)")->step_time < by.at("TP1 PP1 DP1 CP8")->step_time);
+}

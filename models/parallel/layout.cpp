@@ -129,7 +129,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
                         .value_or(MoeExecution::separate);
   p.tp_overlap = r.choice<TpOverlap>("tp_overlap", Need::optional, {{"none", TpOverlap::none}, {"async", TpOverlap::async}})
                      .value_or(TpOverlap::none);
-  p.cp_comm = r.choice<CpComm>("cp_comm", Need::optional, {{"ring", CpComm::ring}, {"a2a", CpComm::all_to_all}, {"all_gather", CpComm::all_gather}}).value_or(CpComm::ring);
+  p.cp_comm = r.choice<CpComm>("cp_comm", Need::optional, cp_comm_words()).value_or(CpComm::ring);
   p.order = read_order(r);
   p.split = r.choice<PipelineSplit>("split", Need::optional, {{"even", PipelineSplit::even}, {"balanced", PipelineSplit::balanced}})
                 .value_or(PipelineSplit::even);
@@ -168,6 +168,18 @@ std::vector<std::int64_t> balanced_split(std::int64_t layers, std::int64_t mtp_d
   split.back() -= 1 + mtp_depth;
   if (std::any_of(split.begin(), split.end(), [](std::int64_t n) { return n < 0; })) return {};
   return split;
+}
+
+const std::vector<std::pair<std::string, CpComm>>& cp_comm_words() {
+  static const std::vector<std::pair<std::string, CpComm>> words{
+      {"ring", CpComm::ring}, {"a2a", CpComm::all_to_all}, {"all_gather", CpComm::all_gather}};
+  return words;
+}
+
+std::string_view cp_comm_name(CpComm c) {
+  for (const auto& [word, comm] : cp_comm_words())
+    if (comm == c) return word;
+  return "?";
 }
 
 void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& cluster, const TrainingSpec& training,

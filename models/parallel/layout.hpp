@@ -3,6 +3,8 @@
 // recomputation, plus how the model's layers are split over pipeline stages.
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/input/json_reader.hpp"
@@ -58,6 +60,9 @@ enum class TpOverlap { none, async };
 // around the ring (PyTorch's context_parallel with its default rotate method, _RotateMethod.ALL_GATHER:
 // torch/distributed/tensor/experimental/_attention.py, _AllGatherRotater).
 enum class CpComm { ring, all_to_all, all_gather };
+// The words scenario files (parallel.cp_comm) and plan sections use for them: ring, a2a, all_gather.
+const std::vector<std::pair<std::string, CpComm>>& cp_comm_words();
+std::string_view cp_comm_name(CpComm c);
 
 struct ParallelLayout {
   std::int64_t tp = 1, pp = 1, dp = 1, cp = 1, ep = 1, etp = 1, vp = 1;

@@ -100,7 +100,7 @@ const std::vector<std::pair<std::string, Precision>>& precision_names() {
 std::uint64_t PlanSpace::size() const {
   std::uint64_t n = 1;
   for (std::size_t k : {gpus.size(), tp.size(), pp.size(), vp.size(), cp.size(), ep.size(), etp.size(), micro_batch.size(),
-                        zero.size(), schedule.size(), moe_execution.size(), recompute.size(), precision.size(), gpu.size(),
+                        zero.size(), schedule.size(), moe_execution.size(), cp_comm.size(), recompute.size(), precision.size(), gpu.size(),
                         fabric.size()})
     n *= k;
   return n;
@@ -136,6 +136,7 @@ PlanSpace read_plan_space(const Job& base) {
   s.moe_execution = r.words<MoeExecution>("moe_execution", moe_words,
                                           base.model.moe ? std::vector<MoeExecution>{MoeExecution::separate, MoeExecution::waves}
                                                          : std::vector<MoeExecution>{MoeExecution::separate});
+  s.cp_comm = r.words<CpComm>("cp_comm", cp_comm_words(), {p.cp_comm});
   s.precision = r.words<Precision>("precision", precision_names(), {base.training.precision});
   // Recomputation: the scenario's own choice plus none, selective and full.
   auto add_recompute = [&](const Recompute& rc) {
@@ -176,7 +177,7 @@ PlanSpace read_plan_space(const Job& base) {
   }
   if (base.plan.is_object()) {
     static const std::vector<std::string> keys{"gpus", "tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "schedule",
-                                               "moe_execution", "recompute", "precision", "gpu", "fabric", "top", "max_days",
+                                               "moe_execution", "cp_comm", "recompute", "precision", "gpu", "fabric", "top", "max_days",
                                                "objective"};
     for (const auto& [key, _] : base.plan.items())
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -204,6 +205,7 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index) {
   take(p.moe_execution, s.moe_execution.size());
   take(p.etp, s.etp.size());
   take(p.ep, s.ep.size());
+  take(p.cp_comm, s.cp_comm.size());
   take(p.cp, s.cp.size());
   take(p.pp, s.pp.size());
   take(p.tp, s.tp.size());
@@ -263,6 +265,13 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
     return std::nullopt;
   }
   l.dp = gpus / (l.tp * l.pp * l.cp);
+  // Without context parallelism every algorithm runs the same step: the layout is listed once.
+  l.cp_comm = s.cp_comm[p.cp_comm];
+  if (l.cp == 1 && p.cp_comm != 0) {
+    *why = fmt::format("/parallel/cp_comm: without context parallelism (cp 1) {} runs the same step as {}; the layout is listed once, as {}",
+                       cp_comm_name(l.cp_comm), cp_comm_name(s.cp_comm.front()), cp_comm_name(s.cp_comm.front()));
+    return std::nullopt;
+  }
   l.ep = s.ep[p.ep];
   l.etp = s.etp[p.etp];
   l.vp = vp;
@@ -300,7 +309,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
 
 std::string describe_layout(const ParallelLayout& l) {
   std::string out = fmt::format("TP{} PP{} DP{}", l.tp, l.pp, l.dp);
-  if (l.cp > 1) out += fmt::format(" CP{}", l.cp);
+  if (l.cp > 1) out += fmt::format(" CP{}{}", l.cp, l.cp_comm == CpComm::ring ? "" : fmt::format("({})", cp_comm_name(l.cp_comm)));
   if (l.ep > 1) out += fmt::format(" EP{}", l.ep);
   if (l.etp > 1) out += fmt::format(" ETP{}", l.etp);
   out += fmt::format(" {}", schedule_name(l.schedule));
