@@ -278,4 +278,11 @@ TEST_CASE("the planner compares context-parallel algorithms, once each where the
   // The same layouts as plumb run prices them: the all-to-all's one kernel over every key at cuDNN's
   // long-sequence rate beats the ring's blocks of 4,096 keys here.
   CHECK(by.at("TP1 PP1 DP1 CP8(a2a)")->step_time < by.at("TP1 PP1 DP1 CP8")->step_time);
+  // The launch settings name the algorithm: Megatron-LM's --cp-comm-type, torchtitan's rotate method.
+  CHECK(megatron_flags(base).find("--context-parallel-size 8 --cp-comm-type a2a") != std::string::npos);
+  CHECK(megatron_flags(scenario("published/simumax-b200-llama3-70b-tp1-cp8-seq32k.json", {"parallel.cp_comm=ring"})).find("--cp-comm-type p2p") !=
+        std::string::npos);
+  const std::string toml = torchtitan_toml(scenario("published/torchtitan-h100-8b-fsdp1-cp8.json"));
+  CHECK(toml.find("context_parallel_rotate_method = \"allgather\"") != std::string::npos);
+  CHECK(torchtitan_toml(base).find("torchtitan has no all-to-all") != std::string::npos);
 }

@@ -265,7 +265,9 @@ std::string infeasible_explanation(const PlanOutcome& o) {
 std::string megatron_flags(const Job& job) {
   const ParallelLayout& l = job.layout;
   std::string out = fmt::format("--tensor-model-parallel-size {} --pipeline-model-parallel-size {}", l.tp, l.pp);
-  if (l.cp > 1) out += fmt::format(" --context-parallel-size {}", l.cp);
+  if (l.cp > 1)
+    out += fmt::format(" --context-parallel-size {} --cp-comm-type {}", l.cp,
+                       l.cp_comm == CpComm::all_to_all ? "a2a" : l.cp_comm == CpComm::all_gather ? "allgather" : "p2p");
   if (job.model.moe) out += fmt::format(" --expert-model-parallel-size {} --expert-tensor-parallel-size {}", l.ep, l.etp);
   if (schedule_family(l.schedule).interleaves)
     out += fmt::format(" --num-layers-per-virtual-pipeline-stage {}", job.model.layers / (l.pp * l.vp));
@@ -311,6 +313,11 @@ std::string torchtitan_toml(const Job& job) {
   out += fmt::format("\n[parallelism]\ndata_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", shard ? 1 : l.dp, shard ? l.dp : 1);
   out += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", l.tp, l.pp, l.cp);
   if (job.model.moe) out += fmt::format("expert_parallel_degree = {}\n", l.ep);
+  if (l.cp > 1) {
+    // PyTorch's rotation: all-gather (its default) or the ring of all-to-all sends; no head-splitting all-to-all.
+    out += fmt::format("context_parallel_rotate_method = \"{}\"\n", l.cp_comm == CpComm::ring ? "alltoall" : "allgather");
+    if (l.cp_comm == CpComm::all_to_all) notes += "# torchtitan has no all-to-all (head-splitting) context parallelism: its all-gather rotation instead\n";
+  }
   if (l.pp > 1) {
     static const std::map<ScheduleKind, std::string> names = {{ScheduleKind::gpipe, "GPipe"},
                                                               {ScheduleKind::one_f_one_b, "1F1B"},
