@@ -64,7 +64,9 @@ void time_memory_kernels(const Job& job, const GpuSpec& core, int reps, std::vec
     }
   std::map<int, std::unique_ptr<HostRank>> ranks;
   for (const Key& key : order) {
-    const auto [k, at] = first.at(key);
+    // Named copies, not a structured binding: clang before 16 cannot capture one in a lambda (the fuzz preset).
+    const KernelStep* k = first.at(key).first;
+    const int at = first.at(key).second;
     std::unique_ptr<HostRank>& rank = ranks[at];
     if (!rank) rank = std::make_unique<HostRank>(*plan, at);
     const double seconds = median_seconds(reps, [&] { rank->run(*k); });
