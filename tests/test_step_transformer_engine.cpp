@@ -1,6 +1,7 @@
 // Attention as Megatron-Core runs it through Transformer Engine: cuDNN's fused kernel, and context
 // parallelism by all-to-all (TE's "a2a"), against the ring that PyTorch and Megatron's p2p run.
 #include <doctest/doctest.h>
+#include <optional>
 
 #include "models/costs/collective.hpp"
 #include "models/costs/flops.hpp"
@@ -17,21 +18,21 @@ const GpuSpec& b200() {
   return g;
 }
 
-// The layer's op named `name` (the first), under the job's layout.
-LayerOp op_named(const Job& job, const std::string& name) {
+// The first layer's op named `name`, under the job's layout, if it has one.
+std::optional<LayerOp> find_op(const Job& job, const std::string& name) {
   const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
   for (const LayerOp& op : layer_ops(job.model, 0, ctx))
     if (op.name == name) return op;
-  FAIL("no op " << name);
-  return {};
+  return std::nullopt;
 }
 
-bool has_op(const Job& job, const std::string& name) {
-  const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
-  for (const LayerOp& op : layer_ops(job.model, 0, ctx))
-    if (op.name == name) return true;
-  return false;
+LayerOp op_named(const Job& job, const std::string& name) {
+  std::optional<LayerOp> op = find_op(job, name);
+  if (!op) FAIL("no op " << name);
+  return *op;
 }
+
+bool has_op(const Job& job, const std::string& name) { return find_op(job, name).has_value(); }
 
 constexpr const char* kCp8 = "published/simumax-b200-llama3-70b-tp1-cp8-seq32k.json";
 }  // namespace

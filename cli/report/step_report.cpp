@@ -67,7 +67,7 @@ std::string pricing_text(const Job& job) {
   if (fused_attention(kernel) && g.attention_efficiency) {
     const std::string_view name = attention_kernel_name(kernel);
     // A library's kernel the profile has no rates for is priced at the profile's fastest kernel's: say so.
-    const bool own = kernel == AttentionKernel::flash || g.attention_kernels.count(std::string(name)) > 0;
+    const bool own = kernel == AttentionKernel::flash || g.attention_kernels.contains(name);
     out += fmt::format(", fused attention ({}{}) {:.1f}% (backward {:.1f}%)", name, own ? "" : ", at the fastest kernel's rates",
                        100 * g.attention_efficiency_of(name, false), 100 * g.attention_efficiency_of(name, true));
   }
@@ -166,7 +166,7 @@ std::string step_report_table(const Job& job, const StepReport& r) {
   std::string out = fmt::format(
       "{}\n{} × {} · TP{}{} PP{} DP{} EP{} CP{}{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
       job.cluster.gpu.name, p.tp, p.tp_overlap == TpOverlap::async ? " (async)" : "", p.pp, p.dp, p.ep, p.cp,
-      p.cp < 2 || p.cp_comm == CpComm::ring ? "" : p.cp_comm == CpComm::all_to_all ? " (a2a)" : " (all-gather)", schedule_name(p.schedule),
+      p.cp < 2 || p.cp_comm == CpComm::ring ? std::string() : fmt::format(" ({})", cp_comm_name(p.cp_comm)), schedule_name(p.schedule),
       p.zero, job.microbatches(), p.micro_batch);
   out += pricing_text(job) + "\n";
   out += fmt::format("step time          {:.3f} s   (analytic estimate {:.3f} s, {:+.1f}%)\n", r.step_time, r.estimate,

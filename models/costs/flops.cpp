@@ -168,7 +168,7 @@ void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t 
 // gradients backward.
 void add_cp_exchange(std::vector<LayerOp>& ops, const AttentionSpec& a, double T, double heads, double tp, const OpContext& c) {
   const double d_qk = static_cast<double>(a.qk_head_dim()), d_v = static_cast<double>(a.out_head_dim());
-  const double kv_heads = a.kind == AttentionKind::gqa ? static_cast<double>(a.kv_heads) / tp : heads;
+  const double kv_heads = kv_heads_on_rank(a, static_cast<std::int64_t>(tp), false);
   const double qkv = T * heads * d_qk + T * kv_heads * (d_qk + d_v), out = T * heads * d_v;
   LayerOp& attention = ops.back();
   attention.cp_exchange_in = qkv * c.element_bytes;
@@ -189,7 +189,7 @@ void add_cp_exchange(std::vector<LayerOp>& ops, const AttentionSpec& a, double T
 void add_ring_merges(std::vector<LayerOp>& ops, const AttentionSpec& a, double T, double heads, double tp, const OpContext& c) {
   if (c.cp < 2 || (c.cp_merge.forward <= 0 && c.cp_merge.backward <= 0)) return;
   const double steps = static_cast<double>(c.cp - 1), d_qk = static_cast<double>(a.qk_head_dim()), d_v = static_cast<double>(a.out_head_dim());
-  const double kv_heads = c.cp_merge.repeated_kv || a.kind != AttentionKind::gqa ? heads : static_cast<double>(a.kv_heads) / tp;
+  const double kv_heads = kv_heads_on_rank(a, static_cast<std::int64_t>(tp), c.cp_merge.repeated_kv);
   const double out = T * heads * d_v, grads = T * heads * d_qk + T * kv_heads * (d_qk + d_v);
   ops.push_back({"ring attention merge", OpClass::memory, {0, 0, 0}, {steps * c.cp_merge.forward * out, steps * c.cp_merge.backward * grads, 0}});
   ops.back().elements = steps * out;
@@ -313,6 +313,11 @@ void add_moe_or_mlp(std::vector<LayerOp>& ops, const ModelSpec& m, std::int64_t 
 
 }  // namespace
 
+
+double kv_heads_on_rank(const AttentionSpec& a, std::int64_t tp, bool repeated) {
+  const std::int64_t kv = repeated || a.kind != AttentionKind::gqa ? a.heads : a.kv_heads;
+  return static_cast<double>(kv) / static_cast<double>(std::max<std::int64_t>(1, tp));
+}
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c) {
   std::vector<LayerOp> ops = layer_ops_unquantized(m, layer, c);

@@ -13,6 +13,9 @@
 namespace plumb {
 
 std::vector<LayerOp> layer_ops(const ModelSpec& m, std::int64_t layer, const OpContext& c);
+// Key/value heads the attention kernel receives on a TP rank: the model's own for grouped-query attention,
+// every query head for other kinds or where the framework repeats them before the kernel (repeat_kv).
+double kv_heads_on_rank(const AttentionSpec& a, std::int64_t tp, bool repeated);
 std::vector<LayerOp> head_ops(const ModelSpec& m, const OpContext& c);
 // One multi-token-prediction module beyond its transformer layer (DeepSeek-V3 §2.2): the two input
 // norms, the 2h→h projection, and its pass through the shared head.

@@ -119,8 +119,8 @@ class StageCoster {
       // beside the attention of the block in hand; backward sends their gradients around as well. The
       // keys and values as the kernel gets them: at every query head where the framework repeats them.
       const AttentionSpec& a = m.attention;
-      const double heads = job.layout.cp_merge.repeated_kv ? static_cast<double>(a.heads) : static_cast<double>(a.kv_heads);
-      double kv = ctx_.tokens * heads / static_cast<double>(job.layout.tp) * static_cast<double>(a.qk_head_dim() + a.out_head_dim()) * 2.0;
+      double kv = ctx_.tokens * kv_heads_on_rank(a, job.layout.tp, job.layout.cp_merge.repeated_kv) *
+                  static_cast<double>(a.qk_head_dim() + a.out_head_dim()) * 2.0;
       GroupPlacement pair{2, groups_.cp.nodes > 1 ? 2 : 1};
       cp_fwd_ = static_cast<double>(job.layout.cp - 1) * collective_seconds(CollectiveOp::send_recv, kv, pair, groups_.links);
       // All-gathered instead: every rank's keys and values at once, cp times the local ones.

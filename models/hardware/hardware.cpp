@@ -1,5 +1,6 @@
 #include "models/hardware/hardware.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <vector>
@@ -56,6 +57,12 @@ std::optional<Spec> read_profile(const Json& value, const std::string& pointer_i
 const std::vector<std::string>& GpuSpec::attention_kernel_profiles() {
   static const std::vector<std::string> kernels{"flash2", "cudnn"};
   return kernels;
+}
+
+std::string GpuSpec::attention_key(std::string_view kernel, std::string_view figure) {
+  const auto& own = attention_kernel_profiles();
+  const bool listed = std::find(own.begin(), own.end(), kernel) != own.end();
+  return listed ? fmt::format("attention_{}_{}", kernel, figure) : fmt::format("attention_{}", figure);
 }
 
 double GpuSpec::attention_efficiency_of(std::string_view kernel, bool backward, double keys) const {
@@ -246,21 +253,21 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
       r.error("attention_half_sequence", "give attention_reference_sequence too: the keys per query the attention efficiencies were measured at");
     std::vector<std::string> kernel_figures;
     for (const std::string& kernel : GpuSpec::attention_kernel_profiles()) {
-      const std::string key = "attention_" + kernel + "_";
+      auto key = [&](std::string_view figure) { return GpuSpec::attention_key(kernel, figure); };
       GpuSpec::AttentionKernelRates k;
-      k.forward = r.number(key + "efficiency", Need::optional, 0.01, 1.0);
-      k.backward = r.number(key + "backward_efficiency", Need::optional, 0.01, 1.0);
-      k.half_sequence = r.number(key + "half_sequence", Need::optional, 0.0, 1e7);
-      k.reference_sequence = r.number(key + "reference_sequence", Need::optional, 1.0, 1e9);
+      k.forward = r.number(key("efficiency"), Need::optional, 0.01, 1.0);
+      k.backward = r.number(key("backward_efficiency"), Need::optional, 0.01, 1.0);
+      k.half_sequence = r.number(key("half_sequence"), Need::optional, 0.0, 1e7);
+      k.reference_sequence = r.number(key("reference_sequence"), Need::optional, 1.0, 1e9);
       if (k.half_sequence && !k.reference_sequence && !reference_sequence)
-        r.error(key + "half_sequence", fmt::format("give {0}reference_sequence (or attention_reference_sequence) too: the keys per query "
-                                                   "the {1} efficiencies were measured at", key, kernel));
-      for (const char* suffix : {"efficiency", "backward_efficiency", "half_sequence", "reference_sequence"})
-        if (r.has(key + suffix)) kernel_figures.push_back(key + suffix);  // its source is expected even where the figure is wrong
+        r.error(key("half_sequence"), fmt::format("give {} (or attention_reference_sequence) too: the keys per query the {} efficiencies "
+                                                  "were measured at", key("reference_sequence"), kernel));
+      for (const char* figure : {"efficiency", "backward_efficiency", "half_sequence", "reference_sequence"})
+        if (r.has(key(figure))) kernel_figures.push_back(key(figure));  // its source is expected even where the figure is wrong
       if (k.forward || k.backward)
         g.attention_kernels[kernel] = k;
       else if (k.half_sequence || k.reference_sequence)
-        r.error(key + "efficiency", fmt::format("give the {} kernel's efficiency: its half and reference sequences only shape it", kernel));
+        r.error(key("efficiency"), fmt::format("give the {} kernel's efficiency: its half and reference sequences only shape it", kernel));
     }
     auto hbm_efficiency = r.number("hbm_efficiency", Need::optional, 0.01, 1.0);
     g.hbm_efficiency = hbm_efficiency.value_or(1.0);

@@ -127,6 +127,10 @@ struct GpuSpec {
   };
   std::map<std::string, AttentionKernelRates, std::less<>> attention_kernels;
   static const std::vector<std::string>& attention_kernel_profiles();
+  // The profile key of one of a kernel's attention figures ("efficiency", "backward_efficiency",
+  // "half_sequence", "reference_sequence"): attention_<kernel>_<figure> for a kernel of
+  // attention_kernel_profiles, attention_<figure> (the fastest kernel's) for any other.
+  static std::string attention_key(std::string_view kernel, std::string_view figure);
   // The fused-attention efficiency of a pass (the backward's own where given) of the named kernel
   // ("flash", or one the profile has rates for), over `keys` keys per query (0: at the reference sequence).
   double attention_efficiency_of(std::string_view kernel, bool backward, double keys = 0) const;

@@ -119,9 +119,8 @@ TraceCalibration calibrate_from_trace(const Json& profile_json, const Job& job, 
   const std::string kernel(attention_kernel_name(job.training.attention_kernel));
   const GpuSpec original = read_profile_json(c.profile);
   // The kernel the job runs keeps its own figures where the profile's catalogue has some for it.
-  const std::vector<std::string>& own = GpuSpec::attention_kernel_profiles();
-  const std::string prefix = std::find(own.begin(), own.end(), kernel) != own.end() ? "attention_" + kernel + "_" : "attention_";
-  const std::string forward_field = prefix + "efficiency", backward_field = prefix + "backward_efficiency";
+  const std::string forward_field = GpuSpec::attention_key(kernel, "efficiency");
+  const std::string backward_field = GpuSpec::attention_key(kernel, "backward_efficiency");
   // Figures the profile leaves to others get their effective values first, so they can be scaled.
   auto effective = [&](const std::string& field, double value) {
     if (c.profile.contains(field)) return;
