@@ -72,13 +72,13 @@ TEST_CASE("a SimuMax row that is not a shape and an efficiency is refused with i
 }
 
 TEST_CASE("rates measured back to back calibrate a GPU with a sustained clock to predict exactly those rates") {
-  // b200.json holds isolated-call (burst) figures and sustained_compute_scale 0.853 on top. Rates
+  // b200.json holds isolated-call (burst) figures and sustained_compute_scale (0.762) on top. Rates
   // timed back to back are sustained already: calibrate divides them by the scale, so the calibrated
-  // profile (which keeps the scale) prices each GEMM at its measured rate instead of 0.853 × it.
+  // profile (which keeps the scale) prices each GEMM at its measured rate instead of 0.762 × it.
   Diagnostics d;
   SourceFile src{"test", data_dir(), &d, {}};
   const GpuSpec b200 = *read_gpu(Json("b200"), "", src);
-  REQUIRE(b200.sustained_compute_scale == doctest::Approx(0.853));
+  REQUIRE(b200.sustained_compute_scale == doctest::Approx(0.762));
   GemmShapeModel truth;  // the sustained rates measured
   truth.ceiling = 0.5;
   truth.k_overhead = 200;
@@ -96,11 +96,11 @@ TEST_CASE("rates measured back to back calibrate a GPU with a sustained clock to
     return g;
   };
   const GpuSpec sustained = calibrated_with(doc);
-  CHECK(sustained.sustained_compute_scale == doctest::Approx(0.853));
+  CHECK(sustained.sustained_compute_scale == doctest::Approx(0.762));
   for (const auto& s : shapes)
     CHECK(sustained.gemm_efficiency_of(s[0], s[1], s[2], 1, MathDtype::bf16) * sustained.sustained_scale(MathDtype::bf16) ==
           doctest::Approx(truth.efficiency(s[0], s[1], s[2], 1, 148)).epsilon(1e-3));  // the ceiling written to 3 places
-  CHECK(sustained.sources.at("gemm_model").find("divided by the profile's sustained_compute_scale 0.853") != std::string::npos);
+  CHECK(sustained.sources.at("gemm_model").find("divided by the profile's sustained_compute_scale 0.762") != std::string::npos);
   // The same times not marked sustained are taken as burst rates, as before.
   doc.erase("sustained");
   const GpuSpec burst = calibrated_with(doc);

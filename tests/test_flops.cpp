@@ -48,6 +48,7 @@ TEST_CASE("Narayanan et al. Eq. 3: with full recomputation an iteration is 96Bsl
   for (const std::string& name : catalogue_names(kModelPresets)) {
     if (!name.starts_with("megatron-")) continue;
     ModelSpec m = model(name);
+    if (m.mlp.ffn_hidden != 4 * m.hidden) continue;  // Eq. 3 has the 4h MLP (megatron-gpt-6.9b's is 14336)
     const double B = 1536, s = 2048, l = static_cast<double>(m.layers), h = static_cast<double>(m.hidden),
                  V = static_cast<double>(m.vocab);
     double eq3 = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));

@@ -48,14 +48,15 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     for (const auto& [kernel, k] : g.attention_kernels)
       kernel_figures += k.forward.has_value() + k.backward.has_value() + k.half_sequence.has_value() + k.reference_sequence.has_value();
     const std::size_t extra = kernel_figures + (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
-                              g.sources.count("attention_half_sequence") + g.sources.count("attention_reference_sequence");
+                              g.sustained_attention_scale.has_value() + g.sources.count("attention_half_sequence") +
+                              g.sources.count("attention_reference_sequence");
     // The chip-to-chip spread: on every GPU (measured on V100 and A100, carried to the others).
     CHECK(g.sources.count("chip_spread") == 1);
     CHECK(g.chip_spread == doctest::Approx(0.0171));
     CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1);
-    // Hopper: FA2's two rates, the two half-sequences and the reference; B200: two clocks, its half-sequence and reference, and
-    // FA2's and cuDNN's rates, half-sequences and references.
-    CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 12u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
+    // Hopper: FA2's two rates, the two half-sequences and the reference; B200: three clocks (GEMMs, FP8, attention), its
+    // half-sequence and reference, and FA2's and cuDNN's rates, half-sequences and references.
+    CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 13u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper_name(name)) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
@@ -264,30 +265,43 @@ TEST_CASE("a derived profile file resolves to a profile that stands alone (what 
 }
 
 TEST_CASE("B200 GEMMs sustained through a step: the clock-throttling scale against measurements it was not set from") {
-  // b200.json's sustained_compute_scale (0.853) is flashinfer PR #2899's measured drop of a tensor-core
-  // kernel under continuous load. Sustained cuBLAS bf16 GEMMs measured by others: pytorch/ao PR #2427
-  // (4096³, 6144³, 8192³) and vllm-project/vllm PR #19566 (16384×6144×4096). The shape model alone (the
-  // microbenchmark rates) is 10% to 28% above them; with the scale every one is within ±10%.
+  // b200.json's sustained_compute_scale is ml-engineering's MSMF (commit 082816f9): a matmul on randn
+  // data after the chip settled at its power limit, 1426.4 TFLOP/s at 9472×8192×20480 with all 8 GPUs of
+  // the node busy, over the isolated-call shape model there.
   const GpuSpec b200 = gpu("b200");
-  CHECK(b200.sustained_compute_scale == doctest::Approx(0.853));
+  auto burst = [&](double m, double n, double k) {
+    return b200.gemm_efficiency_of(m, n, k, 1, MathDtype::bf16) * b200.peak_dense.at(MathDtype::bf16) / 1e12;
+  };
+  CHECK(burst(9472, 8192, 20480) * b200.sustained_compute_scale == doctest::Approx(1426.4).epsilon(0.002));
+  // Not used to set it: the same GPU alone (1456.3, its clock ~50 MHz higher), within 2.5%; the MAMF
+  // burst (1770.9 at 1536×9472×14336, 1965 MHz) at the shape model within 5%.
+  CHECK(burst(9472, 8192, 20480) * b200.sustained_compute_scale == doctest::Approx(1456.3).epsilon(0.025));
+  CHECK(burst(1536, 9472, 14336) == doctest::Approx(1770.9).epsilon(0.05));
+  // Short loops (pytorch/ao PR #2427 at 4096³, 6144³, 8192³; vLLM PR #19566 at 16384×6144×4096, ~100 ms
+  // each) caught the clock on its way down: above the settled price, below the burst.
   struct Row {
     double m, n, k, tflops;
   };
   const Row rows[] = {{4096, 4096, 4096, 1410}, {6144, 6144, 6144, 1450}, {8192, 8192, 8192, 1420}, {16384, 6144, 4096, 1512.8}};
   for (const Row& r : rows) {
-    const double burst = b200.gemm_efficiency_of(r.m, r.n, r.k, 1, MathDtype::bf16) * b200.peak_dense.at(MathDtype::bf16) / 1e12;
-    const double sustained = burst * b200.sustained_compute_scale;
-    INFO(r.m << "×" << r.n << "×" << r.k << ": burst " << burst << ", sustained " << sustained << ", measured " << r.tflops);
-    CHECK(burst > r.tflops * 1.09);
-    CHECK(std::abs(sustained / r.tflops - 1) < 0.10);
+    const double sustained = burst(r.m, r.n, r.k) * b200.sustained_compute_scale;
+    INFO(r.m << "×" << r.n << "×" << r.k << ": burst " << burst(r.m, r.n, r.k) << ", sustained " << sustained << ", measured " << r.tflops);
+    CHECK(sustained < r.tflops);
+    CHECK(sustained > r.tflops * 0.8);
+    CHECK(burst(r.m, r.n, r.k) > r.tflops);
   }
+  // Fused attention keeps flashinfer's FlashAttention-4 figure (its clock settled near 1580 MHz, not 1340);
+  // a profile without one prices attention at its tensor cores' scale.
+  REQUIRE(b200.sustained_attention_scale.has_value());
+  CHECK(*b200.sustained_attention_scale == doctest::Approx(0.853));
+  CHECK(b200.attention_sustained_scale() == doctest::Approx(0.853 * b200.slowest_chip_scale));
+  CHECK(gpu("h100-sxm-96gb-500w").attention_sustained_scale() == doctest::Approx(0.879));
   CHECK(gpu("h100-sxm").sustained_compute_scale == 1.0);  // no sustained-load figure for the 700 W H100
 }
 
 TEST_CASE("B200 FP8 GEMMs sustained through a step: a clock of their own, checked against a run it was not set from") {
   // sustained_compute_scale_fp8 (0.724) is vLLM PR #19566's FP8 GEMM (per-tensor scales, no quantization
-  // step) at 16384×6144×4096, 2544.7 TFLOP/s, over the isolated-call model's rate there; the same run's
-  // BF16 GEMM sits on the BF16 scale, so the FP8 clock falls further. TransformerEngine issue #1747's
+  // step) at 16384×6144×4096, 2544.7 TFLOP/s, over the isolated-call model's rate there. TransformerEngine issue #1747's
   // te.Linear at 8192³ (2377.1 TFLOP/s, its casts of input and weight to FP8 included) was not used: the
   // GEMM at the FP8 scale plus the two casts at the HBM rate (3 to 4 bytes moved an element) meet it:
   // 410 us of GEMM and 59-78 us of casts at 89.1% of 7.7 TB/s, 2346-2252 TFLOP/s (-1.3% to -5.3%).
@@ -297,7 +311,10 @@ TEST_CASE("B200 FP8 GEMMs sustained through a step: a clock of their own, checke
     return b200.gemm_efficiency_of(m, n, k, 1, d) * b200.peak_dense.at(d) * b200.sustained_scale(d);
   };
   CHECK(rate(16384, 6144, 4096, MathDtype::fp8) / 1e12 == doctest::Approx(2544.7).epsilon(0.005));
-  CHECK(rate(16384, 6144, 4096, MathDtype::bf16) / 1e12 == doctest::Approx(1512.8).epsilon(0.01));
+  // ml-engineering's FP8 MSMF, not used: 2795.7 TFLOP/s at 9472×8192×16384 after the chip settled (~990 W,
+  // 1331 MHz), within 1%; its clock a little under the BF16 one (1339 MHz), as the scales are.
+  CHECK(rate(9472, 8192, 16384, MathDtype::fp8) / 1e12 == doctest::Approx(2795.7).epsilon(0.01));
+  CHECK(*b200.sustained_compute_scale_fp8 < b200.sustained_compute_scale);
   const double n = 8192, flops = 2 * n * n * n, elements = 2 * n * n;
   const double gemm = flops / rate(n, n, n, MathDtype::fp8);
   for (double bytes_per_element : {3.0, 4.0}) {
@@ -305,9 +322,6 @@ TEST_CASE("B200 FP8 GEMMs sustained through a step: a clock of their own, checke
     INFO(bytes_per_element << " bytes an element cast");
     CHECK(flops / (gemm + casts) / 1e12 == doctest::Approx(2377.1).epsilon(0.06));
   }
-  // Under the BF16 scale the same GEMM would be 13% or more above the measurement.
-  CHECK(flops / (flops / (rate(n, n, n, MathDtype::fp8) / b200.sustained_scale(MathDtype::fp8) * b200.sustained_compute_scale) +
-                 elements * 3.0 / b200.hbm_bandwidth) / 1e12 > 2377.1 * 1.12);
   CHECK(gpu("h100-sxm").sustained_scale(MathDtype::fp8) == 1.0);
 }
 

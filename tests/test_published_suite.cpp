@@ -103,15 +103,17 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // +0.1%. PyTorch's context parallelism as it ran, K and V all-gathered beside the first block
   // (parallel.cp_comm "all_gather"): torchtitan 11.4% / 25.5% → 10.8% / 25.0% (405B CP8 +25.5% → +17.8%).
   // Session 32: Megatron-LM's GPT 6.9B on 8 and 16 B200 at MGHPCC and MIT ORCD (logs of 2026), added
-  // unseen: −19.7% to −21.6% in time, −1.0% in memory.
+  // unseen: −19.7% to −21.6% in time, −1.0% in memory. B200 GEMMs at the clock a matmul settles to at the
+  // power limit (ml-engineering's MSMF, 0.762 of the burst model), attention at FlashAttention-4's own
+  // (0.853): SimuMax 31.8% / 39.4% → 26.5% / 34.9%, the GPT 6.9B rows 20.6% → 13.0%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.32, 0.40},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
+                          {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.16, 0.30},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15},
                           {"torchtitan-h200-2025-06", false, 0.05, 0.06},
                           {"torchtitan-h200-2025-06", true, 0.02, 0.03},
-                          {"megatron-b200-2026", false, 0.21, 0.22},
+                          {"megatron-b200-2026", false, 0.14, 0.15},
                           {"megatron-b200-2026", true, 0.015, 0.015}};
   for (const Bound& b : bounds) {
     const ErrorSummary s = summary(b.group, b.memory);

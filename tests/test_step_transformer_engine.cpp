@@ -68,9 +68,11 @@ TEST_CASE("B200 attention kernels at the rates cudnn-frontend's B200 table measu
 TEST_CASE("Megatron-Core on Transformer Engine runs cuDNN's attention, and its step prices it so") {
   const Job job = scenario("published/simumax-b200-llama3-70b-tp2-ep1-pp1-mbc8.json");
   REQUIRE(job.training.attention_kernel == AttentionKernel::cudnn);
-  // Core attention's forward at cuDNN's rate over 4,096 keys (the sustained clock and slowest chip on both).
+  // Core attention's forward at cuDNN's rate over 4,096 keys (attention's own sustained clock, not the
+  // GEMMs', and the slowest chip on both).
   const LayerOp attention = op_named(job, "core attention");
-  const double pace = b200().peak_dense.at(MathDtype::bf16) * job.cluster.gpu.sustained_scale(MathDtype::bf16);
+  const double pace = b200().peak_dense.at(MathDtype::bf16) * job.cluster.gpu.attention_sustained_scale();
+  CHECK(job.cluster.gpu.attention_sustained_scale() > job.cluster.gpu.sustained_scale(MathDtype::bf16));
   const double expected = attention.executed_flops(0) / (pace * b200().attention_efficiency_of("cudnn", false, 4096));
   CHECK(op_time(attention, 0, job.cluster.gpu, job.training).seconds == doctest::Approx(expected).epsilon(1e-9));
   // The same step with FlashAttention-4 instead is faster by the attention's difference alone.

@@ -88,7 +88,10 @@ std::string pricing_text(const Job& job) {
   }
   if (job.training.precision == Precision::fp8) out += fmt::format(", fp8 casts {}", fp8_recipe_name(job.training.fp8_recipe));
   if (g.sustained_compute_scale < 1.0) out += fmt::format(", tensor-core work sustained at {:.3f}x", g.sustained_compute_scale);
-  if (g.sustained_compute_scale_fp8) out += fmt::format(" (fp8 {:.3f}x)", *g.sustained_compute_scale_fp8);
+  std::vector<std::string> own_scales;
+  if (g.sustained_compute_scale_fp8) own_scales.push_back(fmt::format("fp8 {:.3f}x", *g.sustained_compute_scale_fp8));
+  if (g.sustained_attention_scale) own_scales.push_back(fmt::format("attention {:.3f}x", *g.sustained_attention_scale));
+  if (!own_scales.empty()) out += fmt::format(" ({})", fmt::join(own_scales, ", "));
   if (g.slowest_chip_scale < 1.0)
     out += fmt::format(", the slowest of {} chips at {:.3f}x a typical one (chip spread {:.2f}%)", job.cluster.gpus(), g.slowest_chip_scale,
                        100 * job.cluster.chip_spread.value_or(g.chip_spread));

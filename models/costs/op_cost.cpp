@@ -46,14 +46,15 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   bool fp8 = training.precision == Precision::fp8 && op.cls == OpClass::gemm && !op.high_precision &&
              gpu.peak_dense.count(MathDtype::fp8);
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
-  double peak = gpu.peak_dense.at(dtype) * gpu.sustained_scale(dtype);
+  const bool fused_attention = op.cls != OpClass::gemm && training.attention_kernel != AttentionKernel::unfused;
+  double peak = gpu.peak_dense.at(dtype) * (fused_attention ? gpu.attention_sustained_scale() : gpu.sustained_scale(dtype));
   if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak);
   const double memory = memory_seconds(op, p, gpu);
   double efficiency = 1.0;
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
     efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2);
-  } else if (training.attention_kernel == AttentionKernel::unfused)
+  } else if (!fused_attention)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
     efficiency = gpu.attention_efficiency_of(attention_kernel_name(training.attention_kernel), pass != 0, op.attention_keys);

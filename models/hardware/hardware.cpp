@@ -274,6 +274,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     auto sustained = r.number("sustained_compute_scale", Need::optional, 0.1, 1.0);
     g.sustained_compute_scale = sustained.value_or(1.0);
     g.sustained_compute_scale_fp8 = r.number("sustained_compute_scale_fp8", Need::optional, 0.1, 1.0);
+    g.sustained_attention_scale = r.number("sustained_attention_scale", Need::optional, 0.1, 1.0);
     auto spread = r.number("chip_spread", Need::optional, 0.0, 0.2);
     g.chip_spread = spread.value_or(0.0);
     auto unvectorized = r.number("unvectorized_elementwise_rate", Need::optional, 1e6, 1e15);
@@ -295,6 +296,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (unvectorized) figures.emplace_back("unvectorized_elementwise_rate");
     if (sustained) figures.emplace_back("sustained_compute_scale");
     if (g.sustained_compute_scale_fp8) figures.emplace_back("sustained_compute_scale_fp8");
+    if (g.sustained_attention_scale) figures.emplace_back("sustained_attention_scale");
     if (r.has("chip_spread")) figures.emplace_back("chip_spread");  // its source is no unknown key, even when it is wrong
     g.sources = read_sources(r, figures);
   });

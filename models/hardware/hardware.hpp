@@ -83,6 +83,10 @@ struct GpuSpec {
   // The same for FP8 tensor-core work where it is measured apart (FP8 runs twice the operations per
   // clock and draws more power, so its clock can fall further); absent: sustained_compute_scale.
   std::optional<double> sustained_compute_scale_fp8;
+  // The same for fused attention kernels where it is measured apart (their softmax and pipeline waits
+  // keep the tensor cores part idle, so they draw less power and the clock falls less than under a
+  // GEMM); absent: sustained_compute_scale.
+  std::optional<double> sustained_attention_scale;
   // Elements per second a PyTorch elementwise kernel that is not vectorized (one element per load:
   // casts, broadcasts, strided copies; ElementwiseTraffic::unvectorized_*) handles on the whole GPU,
   // sustained in training; such a kernel takes the longer of its bytes over HBM and its elements
@@ -97,6 +101,10 @@ struct GpuSpec {
   double sustained_scale(MathDtype dtype) const {
     const double own = dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;
     return own * slowest_chip_scale;
+  }
+  // A fused attention kernel's: its own where the profile measures it, the tensor cores' otherwise.
+  double attention_sustained_scale() const {
+    return sustained_attention_scale.value_or(sustained_compute_scale) * slowest_chip_scale;
   }
   // How much the sustained tensor-core throughput of chips of this SKU differs from chip to chip at
   // their power limit (a coefficient of variation): the same clocks and limit bring some dies to a

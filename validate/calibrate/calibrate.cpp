@@ -238,7 +238,8 @@ void fit_attention(Calibration& c, const GpuSpec& gpu, const std::vector<Measure
   std::vector<double> forward, backward, keys;
   const double peak = gpu.peak_dense.at(MathDtype::bf16);
   auto share = [&](double flops, double seconds, bool sustained) {
-    return flops / std::max(seconds - overhead, 0.05 * seconds) / peak / (sustained ? gpu.sustained_compute_scale : 1.0);
+    return flops / std::max(seconds - overhead, 0.05 * seconds) / peak /
+           (sustained ? gpu.sustained_attention_scale.value_or(gpu.sustained_compute_scale) : 1.0);
   };
   for (const Measurements& m : measured)
     for (const AttentionMeasurement& a : m.attention) {
