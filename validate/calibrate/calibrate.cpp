@@ -284,8 +284,9 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
              fmt::format("{} ({}, {}{})", m.file, m.device, m.date,
                          m.sustained && gpu.sustained_compute_scale < 1.0
                              ? fmt::format("; rates sustained back to back, divided by the profile's sustained_compute_scale {:.3g}"
-                                           " (fp8 {:.3g}), which it keeps",
-                                           gpu.sustained_compute_scale, gpu.sustained_scale(MathDtype::fp8))
+                                           " (fp8 {:.3g}, attention {:.3g}), which it keeps",
+                                           gpu.sustained_compute_scale, gpu.sustained_scale(MathDtype::fp8) / gpu.slowest_chip_scale,
+                                           gpu.sustained_attention_scale.value_or(gpu.sustained_compute_scale))
                              : "");
   // plumb adds the launch overhead to every op, so the GEMM and attention fits take it off first.
   const double overhead = fit_kernel_overhead(c, measured, files);

@@ -49,8 +49,9 @@ struct Measurements {
   std::vector<AttentionMeasurement> attention;
   std::optional<double> kernel_overhead;  // seconds per kernel (launch)
   // The kernels ran back to back long enough to hold the clock a training step holds (plumb's optional
-  // top-level "sustained": true): their rates are divided by the profile's sustained_compute_scale,
-  // which the calibrated profile keeps and applies again, so a prediction gives the measured rate.
+  // top-level "sustained": true): their rates are divided by the profile's sustained_compute_scale
+  // (attention's by its sustained_attention_scale where it has one), which the calibrated profile keeps
+  // and applies again, so a prediction gives the measured rate.
   bool sustained = false;
   std::vector<std::string> left_out;  // what the file holds that was not read as measurements, and why
 };
