@@ -15,6 +15,9 @@ TEST_CASE("bits and bytes, decimal and binary prefixes stay apart") {
   CHECK(*parse_quantity("14.8T", Dimension::count) == doctest::Approx(14.8e12));
   CHECK(*parse_quantity("671B", Dimension::count) == doctest::Approx(671e9));
   CHECK(*parse_quantity("4096", Dimension::count) == doctest::Approx(4096));
+  CHECK(*parse_quantity("750W", Dimension::power) == doctest::Approx(750));
+  CHECK(*parse_quantity("1.2 kW", Dimension::power) == doctest::Approx(1200));
+  CHECK(!parse_quantity("750", Dimension::power));  // a power needs its unit
 }
 
 TEST_CASE("a quantity without its unit, or with a unit of another kind, is refused with a reason") {

@@ -1,4 +1,5 @@
-// The pace of a synchronous job over chips that are not alike: the expected slowest of n.
+// The pace of a synchronous job over chips that are not alike (the expected slowest of n) and at its
+// board power limit.
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -26,9 +27,16 @@ double expected_max_standard_normal(std::int64_t n) {
   return e;
 }
 
+std::optional<double> power_clock_scale_at(const GpuSpec& gpu, double watts) {
+  if (!gpu.power_limit || !gpu.idle_power || watts <= *gpu.idle_power || *gpu.power_limit <= *gpu.idle_power) return std::nullopt;
+  return std::cbrt((watts - *gpu.idle_power) / (*gpu.power_limit - *gpu.idle_power));
+}
+
 void set_job_size(Cluster& c) {
   const double spread = c.chip_spread.value_or(c.gpu.chip_spread);
   c.gpu.slowest_chip_scale = std::max(0.5, 1.0 - spread * expected_max_standard_normal(c.gpus()));
+  const std::optional<double> power = c.power_limit ? power_clock_scale_at(c.gpu, *c.power_limit) : std::nullopt;
+  c.gpu.power_clock_scale = power.value_or(1.0);
 }
 
 }  // namespace plumb

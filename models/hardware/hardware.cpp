@@ -279,6 +279,13 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     g.chip_spread = spread.value_or(0.0);
     auto unvectorized = r.number("unvectorized_elementwise_rate", Need::optional, 1e6, 1e15);
     g.unvectorized_elementwise_rate = unvectorized.value_or(0.0);
+    g.power_limit = r.quantity("power_limit", Dimension::power, Need::optional);
+    g.idle_power = r.quantity("idle_power", Dimension::power, Need::optional);
+    if (g.power_limit.has_value() != g.idle_power.has_value())
+      r.error(g.power_limit ? "idle_power" : "power_limit",
+              "give power_limit and idle_power together: the clock at another limit scales with the power above the idle draw");
+    else if (g.power_limit && *g.power_limit <= *g.idle_power)
+      r.error("power_limit", fmt::format("{:.0f} W is not above idle_power ({:.0f} W)", *g.power_limit, *g.idle_power));
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
     g.kernel_overhead = kernel_overhead.value_or(0.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
@@ -297,6 +304,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (sustained) figures.emplace_back("sustained_compute_scale");
     if (g.sustained_compute_scale_fp8) figures.emplace_back("sustained_compute_scale_fp8");
     if (g.sustained_attention_scale) figures.emplace_back("sustained_attention_scale");
+    if (g.power_limit) figures.emplace_back("power_limit");
+    if (g.idle_power) figures.emplace_back("idle_power");
     if (r.has("chip_spread")) figures.emplace_back("chip_spread");  // its source is no unknown key, even when it is wrong
     g.sources = read_sources(r, figures);
   });
@@ -363,6 +372,16 @@ std::optional<Cluster> read_cluster(const Json& value, const std::string& pointe
   c.nodes = r.integer("nodes", Need::required, 1, 1'000'000).value_or(1);
   if (const Json* f = r.child("fabric", Need::required)) fabric = read_fabric(*f, r.pointer("fabric"), file);
   c.chip_spread = r.number("chip_spread", Need::optional, 0.0, 0.2);
+  c.power_limit = r.quantity("power_limit", Dimension::power, Need::optional);
+  if (gpu && c.power_limit) {
+    if (!gpu->power_limit)
+      r.error("power_limit", fmt::format("the profile of this GPU (\"{}\") names no power_limit and idle_power to scale its clocks "
+                                         "from; add both (with their sources) to the profile, or drop cluster.power_limit",
+                                         gpu->name));
+    else if (!power_clock_scale_at(*gpu, *c.power_limit))
+      r.error("power_limit", fmt::format("{:.0f} W is not above the GPU's idle draw ({:.0f} W, its profile's idle_power)", *c.power_limit,
+                                         *gpu->idle_power));
+  }
   r.finish();
   if (!gpu || !fabric) return std::nullopt;
   c.gpu = std::move(*gpu);

@@ -100,12 +100,20 @@ struct GpuSpec {
   }
   double sustained_scale(MathDtype dtype) const {
     const double own = dtype == MathDtype::fp8 && sustained_compute_scale_fp8 ? *sustained_compute_scale_fp8 : sustained_compute_scale;
-    return own * slowest_chip_scale;
+    return at_job_power(own) * slowest_chip_scale;
   }
   // A fused attention kernel's: its own where the profile measures it, the tensor cores' otherwise.
   double attention_sustained_scale() const {
-    return sustained_attention_scale.value_or(sustained_compute_scale) * slowest_chip_scale;
+    return at_job_power(sustained_attention_scale.value_or(sustained_compute_scale)) * slowest_chip_scale;
   }
+  // The board power limit the sustained scales were measured at, and the board's power that does not
+  // follow the SM clock (leakage, memory, I/O: its idle draw), in watts; both or neither.
+  std::optional<double> power_limit, idle_power;
+  // The SM clock a job's own power limit settles to over the profile's (set_job_size, from
+  // cluster.power_limit); 1 at the profile's limit.
+  double power_clock_scale = 1.0;
+  // A sustained scale at the job's power limit: never above the isolated-call (burst) rates.
+  double at_job_power(double scale) const { return std::min(1.0, scale * power_clock_scale); }
   // How much the sustained tensor-core throughput of chips of this SKU differs from chip to chip at
   // their power limit (a coefficient of variation): the same clocks and limit bring some dies to a
   // lower clock than others, and a chip keeps its place day after day. 0: every chip alike.
@@ -186,15 +194,23 @@ struct Cluster {
   std::int64_t nodes = 0;
   // The scenario's own chip_spread for these GPUs (cluster.chip_spread), over the profile's.
   std::optional<double> chip_spread;
+  // The board power limit these GPUs run at (cluster.power_limit, watts), where it is not the profile's.
+  std::optional<double> power_limit;
   std::int64_t gpus() const { return nodes * fabric.gpus_per_node; }
 };
 
 // The expected largest of n independent standard normal draws (0 for one draw, 1/√π for two).
 double expected_max_standard_normal(std::int64_t n);
 // Sets the GPU's slowest_chip_scale for the cluster's GPUs drawn from the SKU: 1 − chip spread × the
-// expected largest of gpus() standard normal draws (the job runs at its slowest chip's pace). Call it
-// whenever the GPU or the node count changes.
+// expected largest of gpus() standard normal draws (the job runs at its slowest chip's pace), and its
+// power_clock_scale at the cluster's power limit (power_clock_scale_at). Call it whenever the GPU or
+// the node count changes.
 void set_job_size(Cluster& cluster);
+// The SM clock a sustained tensor-core load settles to under a board power limit of `watts`, over the
+// clock at the profile's own limit: the power that follows the clock grows as its cube (dynamic power
+// C·V²·f with the voltage rising in step with the frequency), so f ∝ ∛(limit − idle power). nullopt
+// where the profile names no power_limit and idle_power, or the limit is not above the idle power.
+std::optional<double> power_clock_scale_at(const GpuSpec& gpu, double watts);
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src);
 // A GPU (or, with `fabric`, fabric) profile file as plumb reads it: loaded and laid over the profile

@@ -34,6 +34,7 @@ constexpr std::array flop_units{
     Unit{"FLOP/s", 1.0},    Unit{"GFLOP/s", 1e9},  Unit{"TFLOP/s", 1e12}, Unit{"PFLOP/s", 1e15},
     Unit{"FLOPS", 1.0},     Unit{"GFLOPS", 1e9},   Unit{"TFLOPS", 1e12},  Unit{"PFLOPS", 1e15},
 };
+constexpr std::array power_units{Unit{"W", 1.0}, Unit{"kW", 1e3}};
 // Counts (tokens, parameters): SI-style suffixes as papers print them ("14.8T", "671B").
 constexpr std::array count_units{
     Unit{"", 1.0}, Unit{"K", 1e3}, Unit{"M", 1e6}, Unit{"B", 1e9}, Unit{"G", 1e9}, Unit{"T", 1e12},
@@ -61,6 +62,7 @@ std::string_view dimension_name(Dimension d) {
     case Dimension::time: return "a duration";
     case Dimension::flop_rate: return "a compute rate";
     case Dimension::count: return "a count";
+    case Dimension::power: return "a power";
   }
   return "a quantity";
 }
@@ -72,6 +74,7 @@ std::string_view dimension_example(Dimension d) {
     case Dimension::time: return "\"2us\", \"1.5ms\" or \"3s\"";
     case Dimension::flop_rate: return "\"989.4TFLOP/s\"";
     case Dimension::count: return "\"14.8T\", \"671B\" or a plain number";
+    case Dimension::power: return "\"750W\" or \"1kW\"";
   }
   return "";
 }
@@ -96,6 +99,7 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dim, std::
     case Dimension::time: unit = find_unit(time_units, symbol); break;
     case Dimension::flop_rate: unit = find_unit(flop_units, symbol); break;
     case Dimension::count: unit = find_unit(count_units, symbol); break;
+    case Dimension::power: unit = find_unit(power_units, symbol); break;
   }
   if (!unit) {
     if (symbol.empty())

@@ -8,7 +8,7 @@
 
 namespace plumb {
 
-enum class Dimension { bytes, bandwidth, time, flop_rate, count };
+enum class Dimension { bytes, bandwidth, time, flop_rate, count, power };
 
 // 10¹²: TFLOP/s ↔ FLOP/s, and tokens per trillion.
 inline constexpr double kTera = 1e12;
@@ -17,8 +17,8 @@ std::string_view dimension_name(Dimension d);
 // What a valid value of this dimension looks like, for error messages.
 std::string_view dimension_example(Dimension d);
 
-// Parses "80GiB", "400Gb/s", "2us", "989.4TFLOP/s", "14.8T" into base units
-// (bytes, bytes/s, seconds, FLOP/s, plain count). Returns nullopt with `why` set on failure.
+// Parses "80GiB", "400Gb/s", "2us", "989.4TFLOP/s", "14.8T", "750W" into base units
+// (bytes, bytes/s, seconds, FLOP/s, plain count, watts). Returns nullopt with `why` set on failure.
 std::optional<double> parse_quantity(std::string_view text, Dimension dim, std::string* why = nullptr);
 
 // Human-readable rendering in base units with a sensible prefix: 7.1e10 bytes → "66.1 GiB".

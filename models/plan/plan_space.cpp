@@ -255,6 +255,11 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
     return std::nullopt;
   }
   job.cluster.nodes = gpus / gpn;
+  if (job.cluster.power_limit && !power_clock_scale_at(job.cluster.gpu, *job.cluster.power_limit)) {
+    *why = fmt::format("/cluster/power_limit: the profile of {} names no power_limit and idle_power below {:.0f} W to scale its clocks from",
+                       job.cluster.gpu.name, *job.cluster.power_limit);
+    return std::nullopt;
+  }
   set_job_size(job.cluster);
   ParallelLayout& l = job.layout;
   l.tp = s.tp[p.tp];
