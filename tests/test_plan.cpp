@@ -286,3 +286,27 @@ TEST_CASE("the planner compares context-parallel algorithms, once each where the
   CHECK(toml.find("context_parallel_rotate_method = \"allgather\"") != std::string::npos);
   CHECK(torchtitan_toml(base).find("torchtitan has no all-to-all") != std::string::npos);
 }
+
+TEST_CASE("under a power limit the planner prices GPUs at that limit and refuses those whose profile cannot say") {
+  // torchao's 8B on 8 B200 at 750 W, searched over the B200 and the H200 (whose profile names no power
+  // limit and idle draw to scale from): every H200 point is refused with the reason, the B200 ones priced.
+  Job base = scenario("published/torchao-b200-750w-8b-fsdp8-bf16.json",
+                      {"plan.gpu=[\"b200\", \"h200-sxm\"]", "plan.fabric=[\"dgx-b200-ndr\"]", "plan.gpus=[8]", "plan.tp=[1]", "plan.pp=[1]",
+                       "plan.cp=[1]", "plan.zero=[3]", "plan.micro_batch=[1]", "plan.recompute=[\"alternate_matmuls\"]",
+                       "plan.schedule=[\"1f1b\"]", "plan.vp=[1]"});
+  PlanSpace space = read_plan_space(base);
+  REQUIRE(space.gpu.size() == 2);
+  PlanOutcome o = run_plan(base, space, PlanOptions{});
+  std::uint64_t refused = 0;
+  for (const auto& [reason, rejection] : o.rejected)
+    if (reason.key() == "/cluster/power_limit") refused += rejection.count;
+  CHECK(refused >= 1);
+  REQUIRE(!o.ranked.empty());
+  for (const PlanResult& r : o.ranked) CHECK(r.gpu == "b200");
+  // The B200's point is the scenario itself, priced at 750 W: slower than the same point at 1000 W.
+  Job full_power = base;
+  full_power.cluster.power_limit.reset();
+  PlanOutcome at_1000 = run_plan(full_power, read_plan_space(full_power), PlanOptions{});
+  REQUIRE(!at_1000.ranked.empty());
+  CHECK(o.ranked.front().step_time > at_1000.ranked.front().step_time * 1.05);
+}
