@@ -78,7 +78,8 @@ struct GpuSpec {
   double kernel_overhead = 0;
   // Tensor-core throughput sustained through a training step over the rates the efficiencies above
   // were measured at (microbenchmarks: short kernels, idle gaps, boost clocks): below 1 where the GPU
-  // lowers its clocks under continuous load at its power limit. Scales GEMM and attention time.
+  // lowers its clocks under continuous load at its power limit. Scales GEMM time, and attention's where
+  // the profile has no sustained_attention_scale.
   double sustained_compute_scale = 1.0;
   // The same for FP8 tensor-core work where it is measured apart (FP8 runs twice the operations per
   // clock and draws more power, so its clock can fall further); absent: sustained_compute_scale.

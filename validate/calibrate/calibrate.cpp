@@ -239,7 +239,7 @@ void fit_attention(Calibration& c, const GpuSpec& gpu, const std::vector<Measure
   const double peak = gpu.peak_dense.at(MathDtype::bf16);
   auto share = [&](double flops, double seconds, bool sustained) {
     return flops / std::max(seconds - overhead, 0.05 * seconds) / peak /
-           (sustained ? gpu.sustained_attention_scale.value_or(gpu.sustained_compute_scale) : 1.0);
+           (sustained ? gpu.attention_sustained_scale() : 1.0);
   };
   for (const Measurements& m : measured)
     for (const AttentionMeasurement& a : m.attention) {
@@ -285,8 +285,8 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
                          m.sustained && gpu.sustained_compute_scale < 1.0
                              ? fmt::format("; rates sustained back to back, divided by the profile's sustained_compute_scale {:.3g}"
                                            " (fp8 {:.3g}, attention {:.3g}), which it keeps",
-                                           gpu.sustained_compute_scale, gpu.sustained_scale(MathDtype::fp8) / gpu.slowest_chip_scale,
-                                           gpu.sustained_attention_scale.value_or(gpu.sustained_compute_scale))
+                                           gpu.sustained_compute_scale, gpu.sustained_scale(MathDtype::fp8),
+                                           gpu.attention_sustained_scale())
                              : "");
   // plumb adds the launch overhead to every op, so the GEMM and attention fits take it off first.
   const double overhead = fit_kernel_overhead(c, measured, files);
