@@ -53,7 +53,11 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     // The chip-to-chip spread: on every GPU (measured on V100 and A100, carried to the others).
     CHECK(g.sources.count("chip_spread") == 1);
     CHECK(g.chip_spread == doctest::Approx(0.0171));
-    CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1);
+    // The compute capability frameworks choose kernels by: on every NVIDIA profile (NVIDIA's table; the
+    // H800 as the H100 it is cut from).
+    CHECK(g.sources.count("compute_capability") == 1);
+    CHECK(g.compute_capability == (name == "b200" ? "10.0" : name == "a100-sxm-80gb" ? "8.0" : "9.0"));
+    CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1 + 1);
     // Hopper: FA2's two rates, the two half-sequences and the reference; B200: three clocks (GEMMs, FP8, attention), the
     // power limit they were measured at and its idle draw, its half-sequence and reference, and FA2's and cuDNN's rates,
     // half-sequences and references.

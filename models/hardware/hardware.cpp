@@ -223,9 +223,19 @@ Json load_profile_document(const std::filesystem::path& path, bool fabric, const
   return load_derived(path, fabric ? kFabricProfiles : kGpuProfiles, fabric ? "fabric profile" : "GPU profile", src);
 }
 
+bool is_compute_capability(std::string_view s) {
+  const auto dot = s.find('.');
+  auto digits = [](std::string_view d) { return !d.empty() && d.size() <= 3 && d.find_first_not_of("0123456789") == std::string_view::npos; };
+  return dot != std::string_view::npos && digits(s.substr(0, dot)) && digits(s.substr(dot + 1));
+}
+
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src) {
   return read_profile<GpuSpec>(value, pointer, src, kGpuProfiles, "GPU profile", [](ObjectReader& r, GpuSpec& g) {
     g.name = r.string("name", Need::required).value_or("");
+    g.compute_capability = r.string("compute_capability", Need::optional).value_or("");
+    if (!g.compute_capability.empty() && !is_compute_capability(g.compute_capability))
+      r.error("compute_capability", fmt::format("\"{}\" is not a compute capability; write it as NVIDIA does, major.minor (\"9.0\", \"10.0\")",
+                                                g.compute_capability));
     g.sms = r.integer("sms", Need::required, 1, 100'000).value_or(1);
     g.hbm_capacity = r.quantity("hbm_capacity", Dimension::bytes, Need::required).value_or(1);
     g.hbm_bandwidth = r.quantity("hbm_bandwidth", Dimension::bandwidth, Need::required).value_or(1);
@@ -307,6 +317,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (g.power_limit) figures.emplace_back("power_limit");
     if (g.idle_power) figures.emplace_back("idle_power");
     if (r.has("chip_spread")) figures.emplace_back("chip_spread");  // its source is no unknown key, even when it is wrong
+    if (r.has("compute_capability")) figures.emplace_back("compute_capability");
     g.sources = read_sources(r, figures);
   });
 }

@@ -36,9 +36,15 @@ struct GemmShapeModel {
   double efficiency(double m, double n, double k, double groups, std::int64_t sms) const;
 };
 
+// "9.0", "10.0": a CUDA compute capability as NVIDIA writes it (major.minor).
+bool is_compute_capability(std::string_view s);
+
 struct GpuSpec {
   std::string id;    // catalogue name ("h800-sxm") or file path
   std::string name;  // "NVIDIA H800 SXM5 80GB"
+  // Its CUDA compute capability ("9.0"), which frameworks pick kernels by; empty where the profile
+  // gives none.
+  std::string compute_capability;
   std::int64_t sms = 0;
   double hbm_capacity = 0;   // bytes
   double hbm_bandwidth = 0;  // bytes/s

@@ -248,6 +248,9 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   }
   Job job = base;
   job.cluster.gpu = s.gpu[p.gpu];
+  // The framework's own choices on this GPU (torchtitan's attention kernel by compute capability).
+  if (auto training = training_on_gpu(base, job.cluster.gpu, why)) job.training = std::move(*training);
+  else return std::nullopt;
   job.cluster.fabric = s.fabric[p.fabric];
   const std::int64_t gpus = s.gpus[p.gpus], gpn = job.cluster.fabric.gpus_per_node;
   if (gpus % gpn != 0) {

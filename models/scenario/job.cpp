@@ -49,6 +49,21 @@ void apply_override(Json& doc, const std::string& assignment, SourceFile& src) {
   }
 }
 
+namespace {
+
+// The compute capability of the scenario's GPU, which a framework's defaults may depend on; empty where
+// the cluster does not read (its errors are reported when it is read in turn) or the profile gives none.
+std::string gpu_compute_capability(const Json& doc, const SourceFile& src) {
+  if (!doc.is_object() || !doc.contains("cluster")) return {};
+  Diagnostics scratch;
+  SourceFile probe = src;
+  probe.diagnostics = &scratch;
+  std::optional<Cluster> cluster = read_cluster(doc.at("cluster"), "/cluster", probe);
+  return cluster ? cluster->gpu.compute_capability : std::string();
+}
+
+}  // namespace
+
 Job load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
   Diagnostics diagnostics;
   SourceFile src{path.string(), path.parent_path(), &diagnostics, {}};
@@ -56,7 +71,7 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
   diagnostics.throw_if_any();
   for (const std::string& assignment : overrides) apply_override(doc, assignment, src);
   diagnostics.throw_if_any();
-  Framework framework = apply_framework(doc, src);
+  Framework framework = apply_framework(doc, src, gpu_compute_capability(doc, src));
   diagnostics.throw_if_any();
 
   Job job;
@@ -95,6 +110,26 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
     job.perturbations = read_perturbations(*perturbations, "/perturbations", src, job.layout.gpus(), job.cluster.fabric.gpus_per_node);
   diagnostics.throw_if_any();
   return job;
+}
+
+}  // namespace plumb
+
+namespace plumb {
+
+std::optional<TrainingSpec> training_on_gpu(const Job& job, const GpuSpec& gpu, std::string* why) {
+  if (!job.framework.depends_on_gpu() || gpu.compute_capability == job.cluster.gpu.compute_capability) return job.training;
+  const Json training = training_on_capability(job.framework, gpu.compute_capability);
+  Diagnostics diagnostics;
+  SourceFile src{job.file, std::filesystem::path(job.file).parent_path(), &diagnostics, {}};
+  ObjectReader r(training, "/training", src);
+  TrainingSpec t = read_training(r);
+  r.finish();
+  if (!diagnostics.empty()) {
+    *why = fmt::format("/training: on {} (compute capability {}) the framework's defaults do not read: {}", gpu.name,
+                       gpu.compute_capability.empty() ? "not given" : gpu.compute_capability, diagnostics.list().front().message);
+    return std::nullopt;
+  }
+  return t;
 }
 
 }  // namespace plumb

@@ -1,6 +1,7 @@
 #pragma once
 // One training job: what a scenario file describes, fully resolved and checked.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ struct Job {
 // Reads a scenario file, applies command-line overrides ("parallel.pp=8"), checks everything and
 // throws InputError listing every problem found.
 Job load_scenario(const std::filesystem::path& path, const std::vector<std::string>& overrides = {});
+
+// The job's training settings on another GPU: where its framework's defaults depend on the GPU's
+// compute capability (and the scenario left them to it), those of `gpu`; nullopt with `why` when they
+// do not read.
+std::optional<TrainingSpec> training_on_gpu(const Job& job, const GpuSpec& gpu, std::string* why);
 
 // Applies "a.b.c=value" to a JSON document (value parsed as JSON, else taken as a string);
 // records the pointer in `src.overrides`. Bad syntax or a path through a non-object is reported.
