@@ -74,7 +74,9 @@ int run_schedule_command(const Args& args) {
   } else {
     ScheduleKind kind = choose("--schedule", name, schedule_names());
     const std::int64_t v = vp == 0 ? (schedule_family(kind).interleaves ? 2 : 1) : vp;
-    s = schedule_for(kind, {.ranks = pp, .microbatches = m, .vp = v});
+    OpTimes times = costs.times();  // the zero-bubble families order their ops for these
+    times.stash = args.number("--stash", 0, 0, 100);
+    s = schedule_for(kind, {.ranks = pp, .microbatches = m, .vp = v}, times);
   }
   ScheduleRun run = run_schedule(s, costs);
   std::optional<NumericCheck> verified;
@@ -110,8 +112,10 @@ const Command& schedule_command() {
        "       plumb schedule --compare --pp N --microbatches M [costs] [--json]",
        "Generates a pipeline schedule, checks it and runs it on the simulator with per-op costs: prints\n"
        "the rank × time grid, each rank's bubble and its peak in-flight activations.\n"
-       "Schedules: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, dualpipe, dualpipev, and zb-auto (the\n"
-       "zero-bubble paper's automatic heuristic for the given costs and --memory-limit).\n"
+       "Schedules: gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v, zb-1p and zb-2p (the zero-bubble paper's\n"
+       "automatic schedules under p and 2p activation sets on every rank), dualpipe, dualpipev, and zb-auto\n"
+       "(that heuristic for the given costs and --memory-limit). The zero-bubble schedules order their ops\n"
+       "for the costs given; --stash counts each weight gradient they defer against their memory limit.\n"
        "Costs are in any unit: F forward, B full backward (the zero-bubble split runs B−W then W),\n"
        "F&B one overlapped forward+backward pair (DualPipe). --verify runs a small float64 model (a SwiGLU\n"
        "block per stage) through the schedule's ops in the order the GPU executor queues them and checks the\n"
@@ -128,6 +132,7 @@ const Command& schedule_command() {
         {"--p2p", "T", "time to hand a micro-batch to the next rank (default 0)"},
         {"--grad-sync", "T", "DualPipe: summing a stage's gradients across its two mirror ranks (default 0)"},
         {"--memory-limit", "N", "zb-auto: activation sets a rank may hold (default pp)"},
+        {"--stash", "S", "zero-bubble schedules: what a deferred weight gradient keeps, as a share of an activation set (Qi et al.: 32h/(34h + 5as) for a GPT layer; default 0, not counted)"},
         {"--trace", "FILE", "write a Chrome trace (open it in Perfetto)"},
         {"--svg", "FILE", "write the schedule as a colour SVG"},
         {"--json", "", "print JSON instead of the grid"},

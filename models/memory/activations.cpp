@@ -1,5 +1,7 @@
 #include "models/memory/activations.hpp"
 
+#include "models/spec/param_count.hpp"
+
 namespace plumb {
 namespace {
 
@@ -185,6 +187,25 @@ std::vector<SavedTensor> layer_tensors(const ModelSpec& m, std::int64_t layer, c
   }
   if (m.dropout) t.push_back({"MLP residual dropout mask", h, Storage::mask, Shard::sp, Drop::never});
   add_policy_cache(s, h, t);
+  return t;
+}
+
+std::vector<SavedTensor> weight_gradient_tensors(const ModelSpec& m, std::int64_t layer, const ActivationSettings& s) {
+  std::vector<SavedTensor> t;
+  for (const SavedTensor& x : layer_tensors(m, layer, s))
+    if (x.storage == Storage::gemm_input) t.push_back({x.name, x.width, x.storage, x.shard, Drop::never});
+  const double k = m.moe ? static_cast<double>(m.moe->top_k) : 1.0;
+  for (const ParamTensor& w : layer_param_tensors(m, layer)) {
+    if (w.rows <= 1 || w.cols <= 1) continue;  // vectors: norms' and biases' gradients need no GEMM input
+    const bool expert = w.part == ParamPart::expert;
+    // A column-parallel weight's output is split over TP; a row-parallel one's gradient is gathered
+    // (sequence parallelism) or whole; a replicated one runs on its rank's tokens.
+    Shard shard = w.split == TpSplit::rows ? Shard::tp : w.split == TpSplit::cols ? Shard::gathered : Shard::sp;
+    if (expert) shard = w.split == TpSplit::rows ? Shard::routed_ffn : Shard::routed;
+    // Kept as the weight GEMM reads it: in fp8 where the GEMMs take fp8 inputs (DeepSeek-V3 §3.3: Wgrad
+    // runs in FP8, its output gradient quantized), else in 16 bits.
+    t.push_back({"weight GEMM output gradient", w.rows * (expert ? k : 1.0), Storage::gemm_input, shard, Drop::never});
+  }
   return t;
 }
 

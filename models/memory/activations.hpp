@@ -57,6 +57,13 @@ std::vector<SavedTensor> embedding_tensors(const ModelSpec& m);
 std::vector<SavedTensor> head_tensors(const ModelSpec& m);
 std::vector<SavedTensor> mtp_extra_tensors(const ModelSpec& m);
 
+// What layer `layer`'s weight gradients read, held from its input-gradient backward (B) to its W where a
+// schedule runs the two apart (zero-bubble schedules, DualPipe): every weight GEMM's input (whatever
+// recomputation dropped, B has rebuilt by then) and its output's gradient, each as the GEMM reads it (16
+// bits, or fp8 where GEMM inputs are cached in fp8). For a 16-bit GPT layer
+// this is 32 bytes per token and unit of h, Qi et al. 2024 (arXiv 2401.10241) Table 1's 32sbh.
+std::vector<SavedTensor> weight_gradient_tensors(const ModelSpec& m, std::int64_t layer, const ActivationSettings& s);
+
 // Bytes per token on one rank of the given tensors after sharding, recomputation and fp8 caching.
 double bytes_per_token(const std::vector<SavedTensor>& tensors, const ActivationSettings& s);
 // One transformer layer's saved bytes per token on one rank (full recomputation keeps the input only).

@@ -6,6 +6,8 @@
 
 #include "models/memory/activations.hpp"
 #include "models/optimizer/muon.hpp"
+#include "models/schedules/held_bytes.hpp"
+#include "models/schedules/registry.hpp"
 #include "models/spec/param_count.hpp"
 
 namespace plumb {
@@ -35,6 +37,7 @@ struct LayerShare {
   double expert_params = 0;  // after EP/ETP sharding
   double bytes_per_token = 0;
   double recomputed_bytes_per_token = 0;  // what recomputation drops and the layer's backward rebuilds
+  double weight_stash_bytes_per_token = 0;  // what its W reads, from its input-gradient backward on
 };
 
 struct ModelShare {
@@ -57,6 +60,7 @@ LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSetti
   ActivationSettings kept = settings;
   kept.recompute = Recompute{};
   share.recomputed_bytes_per_token = layer_bytes_per_token(job.model, layer, kept) - share.bytes_per_token;
+  share.weight_stash_bytes_per_token = bytes_per_token(weight_gradient_tensors(job.model, layer, settings), settings);
   return share;
 }
 
@@ -84,6 +88,43 @@ double activation_bytes(const ModelSpec& m, const ModelShare& share, const Stage
   per_token += static_cast<double>(s.mtp_modules) *
                (share.layer(m, m.mtp_layer()).bytes_per_token + share.mtp_extra_bytes_per_token);
   return per_token * share.tokens;
+}
+
+// What one micro-batch's weight gradients of stage `s` read once its input-gradient backward is done,
+// until its W (the layers'; the head's and embedding's W are not split off).
+double weight_stash_bytes(const ModelSpec& m, const ModelShare& share, const StagePlan& s) {
+  double per_token = 0;
+  for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) per_token += share.layer(m, l).weight_stash_bytes_per_token;
+  per_token += static_cast<double>(s.mtp_modules) * share.layer(m, m.mtp_layer()).weight_stash_bytes_per_token;
+  return per_token * share.tokens;
+}
+
+double stash_share(const std::vector<double>& activation, const std::vector<double>& stash) {
+  double share = 0;
+  for (std::size_t k = 0; k < activation.size(); ++k)
+    if (activation[k] > 0) share = std::max(share, stash[k] / activation[k]);
+  return share;
+}
+
+// Where the schedule runs weight gradients apart from their backward: what their stashes add to each
+// rank's activation peak, walked over the schedule's order at equal op times (zeros for the other
+// families, and for a shape no schedule has, which the layout's checks report).
+std::vector<double> deferred_weight_grad_bytes(const Job& job, const MemoryPlan& plan, const ModelShare& share) {
+  const ParallelLayout& p = job.layout;
+  std::vector<double> out(static_cast<std::size_t>(p.pp), 0.0);
+  if (!schedule_family(p.schedule).splits_backward) return out;
+  std::vector<double> activation, stash;
+  for (const StagePlan& s : plan.stages) {
+    activation.push_back(activation_bytes(job.model, share, s));
+    stash.push_back(weight_stash_bytes(job.model, share, s));
+  }
+  try {
+    const auto order = equal_time_schedule(p.schedule, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp},
+                                           stash_share(activation, stash));
+    for (std::int64_t r = 0; r < p.pp; ++r) out[static_cast<std::size_t>(r)] = stash_peak_increase(*order, r, activation, stash);
+  } catch (const ScheduleError&) {
+  }
+  return out;
 }
 
 struct HeldParams {
@@ -136,6 +177,20 @@ std::vector<StageParams> stage_params(const Job& job) {
 
 double stage_activation_bytes(const Job& job, const StagePlan& s) {
   return activation_bytes(job.model, model_share(job), s);
+}
+
+double stage_weight_stash_bytes(const Job& job, const StagePlan& s) {
+  return weight_stash_bytes(job.model, model_share(job), s);
+}
+
+double weight_stash_share(const Job& job) {
+  const ModelShare share = model_share(job);
+  std::vector<double> activation, stash;
+  for (const StagePlan& s : stage_plans(job.layout, job.model.mtp_depth)) {
+    activation.push_back(activation_bytes(job.model, share, s));
+    stash.push_back(weight_stash_bytes(job.model, share, s));
+  }
+  return stash_share(activation, stash);
 }
 
 namespace {
@@ -223,6 +278,7 @@ MemoryPlan plan_memory(const Job& job) {
   plan.stages = stage_plans(job.layout, job.model.mtp_depth);
   const ModelShare share = model_share(job);
   const std::vector<MuonStage> muon = muon_stages(job);
+  const std::vector<double> stashes = deferred_weight_grad_bytes(job, plan, share);
   for (std::int64_t r = 0; r < p.pp; ++r) {
     RankMemory rank;
     rank.pp_rank = r;
@@ -241,6 +297,8 @@ MemoryPlan plan_memory(const Job& job) {
       largest_root = std::max(largest_root, held.outside_blocks);
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
+    rank.weight_stash_bytes = stashes[static_cast<std::size_t>(r)];
+    rank.activations_bytes += rank.weight_stash_bytes;
     double wb = weight_bytes(job.training.precision);
     ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer,
                                               p.reshard_after_forward, plan.microbatches);

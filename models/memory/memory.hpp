@@ -41,6 +41,10 @@ struct RankMemory {
   double dense_params = 0;              // parameters held (after TP sharding, before ZeRO)
   double expert_params = 0;             // routed-expert parameters held (after EP/ETP sharding)
   double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0, activations_bytes = 0;
+  // Of `activations_bytes`: where the schedule runs weight gradients (W) apart from their input-gradient
+  // backward, what the W's inputs and output gradients held between the two add to the peak (Qi et al.
+  // 2024 Table 1: 32sbh a GPT layer).
+  double weight_stash_bytes = 0;
   // Under Muon: what padding the whole-matrix buckets to the largest adds to `optimizer_bytes`.
   double muon_padding_bytes = 0;
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
@@ -99,5 +103,10 @@ std::vector<StageParams> stage_params(const Job& job);
 
 // Activation bytes one micro-batch leaves on a rank for stage `s`.
 double stage_activation_bytes(const Job& job, const StagePlan& s);
+// Of those, what stage `s`'s weight gradients still read after its input-gradient backward, until its W.
+double stage_weight_stash_bytes(const Job& job, const StagePlan& s);
+// The largest such stash over a stage's activation set, over the job's stages: what the zero-bubble
+// heuristic counts a deferred W as (OpTimes::stash).
+double weight_stash_share(const Job& job);
 
 }  // namespace plumb

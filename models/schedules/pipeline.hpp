@@ -67,6 +67,11 @@ struct OpTimes {
   double forward = 1, input_grad = 1, weight_grad = 1;
   double comm = 0;
   double pair = 0;
+  // Not a time: what a weight gradient deferred past its input-gradient backward keeps (its GEMMs' inputs
+  // and output gradients) as a share of the forward's activation set. The zero-bubble heuristic counts it
+  // against its memory limit, as Qi et al.'s runtime does (F adds M_F, B frees M_F − M_W, W frees M_W:
+  // sail-sg/zero-bubble-pipeline-parallelism zb_schedules.py, M_W = 32h of M_F = 34h + 5as); 0: not counted.
+  double stash = 0;
   double backward() const { return input_grad + weight_grad; }
   double overlapped_pair() const { return pair > 0 ? pair : forward + backward(); }
 };

@@ -57,6 +57,9 @@ std::optional<double> zb_v_bubble(const ScheduleShape&, const OpTimes& t) {
   if (t.forward == t.input_grad && t.input_grad == t.weight_grad) return 0.0;
   return std::nullopt;
 }
+// ZB-1p and ZB-2p: the heuristic's bubble at the times given; no closed form (Qi et al. Table 5 computes it
+// from profiled times: ZB-1p's equals ZB-H1's on every setup there, ZB-2p's is near zero).
+std::optional<double> no_closed_bubble(const ScheduleShape&, const OpTimes&) { return std::nullopt; }
 // DualPipe and DualPipeV: (PP/2−1)(F&B+B−3W) with PP the pipeline's stages (DualPipe README table); exact
 // when the input gradient costs as much as the forward, a bound otherwise.
 std::optional<double> dualpipe_bubble(const ScheduleShape& s, const OpTimes& t) {
@@ -126,6 +129,19 @@ const std::vector<ScheduleFamily> kFamilies{
      // A V of 2pp stages: rank r is position r going down, 2pp−1−r coming back.
      .inflight_split = [](std::int64_t r, const ScheduleShape& s) { return as_doubles({capped(2 * s.ranks - r, s), capped(r + 1, s)}); },
      .constraints = dualpipe_v_constraints, .bubble = dualpipe_v_bubble},
+    // The paper's automatic schedules as its runtime makes them: the heuristic under a memory limit of
+    // p (ZB-1p) or 2p (ZB-2p) micro-batches' activations on every rank, deferred W's counted at their
+    // share (Qi et al. §3.2, §5.1; sail-sg/zero-bubble-pipeline-parallelism --zero-bubble-max-pending-backward).
+    {.kind = ScheduleKind::zb_1p, .name = "zb-1p", .layout = StageLayout::straight, .source = "Qi et al. ICLR 2024 §3.2 (ZB-1p)",
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return equal_time_peak_inflight(ScheduleKind::zb_1p, r, s); },
+     .heuristic_limit = [](std::int64_t, const ScheduleShape& s) { return s.ranks; },
+     .constraints = no_constraints, .bubble = no_closed_bubble, .convention = BubbleConvention::span},
+    {.kind = ScheduleKind::zb_2p, .name = "zb-2p", .layout = StageLayout::straight, .source = "Qi et al. ICLR 2024 §3.2 (ZB-2p)",
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return equal_time_peak_inflight(ScheduleKind::zb_2p, r, s); },
+     .heuristic_limit = [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks; },
+     .constraints = no_constraints, .bubble = no_closed_bubble, .convention = BubbleConvention::span},
 };
 
 

@@ -30,6 +30,9 @@ struct ScheduleFamily {
   void (*generate)(PipelineSchedule& s, const OpTimes& times) = nullptr;
   // Peak (micro-batch, stage) activation sets alive on rank r, before the m × stages-held cap.
   std::int64_t (*peak_inflight)(std::int64_t r, const ScheduleShape& shape) = nullptr;
+  // The zero-bubble heuristic's memory limit on rank r, in activation sets, where it is not the peak
+  // above (ZB-1p and ZB-2p: p and 2p on every rank, which not every rank reaches); null: the peak.
+  std::int64_t (*heuristic_limit)(std::int64_t r, const ScheduleShape& shape) = nullptr;
   // How that peak splits over the stages the rank holds (in stages_of_rank's order), capped at m each;
   // null for one stage per rank.
   std::vector<double> (*inflight_split)(std::int64_t r, const ScheduleShape& shape) = nullptr;
@@ -58,7 +61,8 @@ std::vector<std::int64_t> stages_of_rank(ScheduleKind s, std::int64_t r, std::in
 //   this is p·v·(1 + (p−1)/(pv)), Korthikanti et al. §4.2.3);
 //   ZB-H2 2(p−r)−1 (Qi et al.: (2p−1)·M_B on the first worker);
 //   ZB-V 2p chunks = p·M_B (Qi et al.); DualPipe PP+1 and DualPipeV PP+1 with PP = 2·pp stages
-//   (DualPipe README table). Never more than m times the stages the rank holds.
+//   (DualPipe README table); ZB-1p p and ZB-2p 2p on every rank (their memory limits, Qi et al. §5.1).
+//   Never more than m times the stages the rank holds.
 double peak_inflight_stage_microbatches(ScheduleKind s, std::int64_t r, const ScheduleShape& shape);
 
 // Peak in-flight micro-batches per stage held by rank r, aligned with stages_of_rank.

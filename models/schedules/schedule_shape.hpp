@@ -8,10 +8,10 @@
 
 namespace plumb {
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, zb_v, dualpipe, dualpipe_v };
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, zb_h2, zb_v, dualpipe, dualpipe_v, zb_1p, zb_2p };
 
 // How a family places model stages on pipeline ranks:
-//   straight     one stage per rank, stage r on rank r (GPipe, 1F1B, ZB-H1, ZB-H2);
+//   straight     one stage per rank, stage r on rank r (GPipe, 1F1B, ZB-H1, ZB-H2, ZB-1p, ZB-2p);
 //   round_robin  pp·vp stages, stage s on rank s mod pp (Megatron's interleaved schedule);
 //   v_shape      2·pp stages going down the ranks and back up: rank r holds r and 2pp−1−r (ZB-V, DualPipeV);
 //   mirrored     pp stages, rank r holds r and pp−1−r, the batch's two halves flowing in opposite

@@ -1,11 +1,13 @@
 #include "models/schedules/zero_bubble.hpp"
 
+#include <cmath>
 #include <deque>
 #include <fmt/format.h>
 #include <limits>
 #include <queue>
 
 #include "models/schedules/generators.hpp"
+#include "models/schedules/held_bytes.hpp"
 #include "models/schedules/registry.hpp"
 
 namespace plumb {
@@ -110,13 +112,16 @@ class Greedy {
       if (which != 0 || s_.layout != StageLayout::v_shape) return true;
       return rank.alive_first < 2 * s_.ranks - 1 - r;
     };
-    if (rank.alive < limit && (i = pick(false)) >= 0 && !forward_allowed(i)) {
+    // Room for one more activation set, the deferred W's stashes counted at their share of a set.
+    const bool room = static_cast<double>(rank.alive + 1) + z_.times.stash * static_cast<double>(rank.deferred_w.size()) <=
+                      static_cast<double>(limit) + 1e-9;
+    if (room && (i = pick(false)) >= 0 && !forward_allowed(i)) {
       // The down-going chunk is at its cap: take the other chunk's forward if it is ready.
       i = -1;
       for (std::size_t k = 1; k < rank.stages.size(); ++k)
         if (rank.next_f[k] < m && f_ready(rank.next_f[k], rank.stages[k]) <= t) i = static_cast<int>(k);
     }
-    if (rank.alive < limit && i >= 0) {
+    if (room && i >= 0) {
       std::int64_t mb = rank.next_f[static_cast<std::size_t>(i)]++, stage = rank.stages[static_cast<std::size_t>(i)];
       ops.push_back(PipeOp{OpKind::forward, stage_work(mb, stage), {}, 0});
       ++rank.alive;
@@ -155,7 +160,7 @@ PipelineSchedule automatic_zero_bubble(ScheduleKind kind, std::int64_t ranks, st
                                        const ZeroBubbleSettings& settings) {
   const ScheduleFamily& family = schedule_family(kind);
   if (!family.orders_by_op_times)
-    throw ScheduleError("the automatic zero-bubble scheduler makes zb-h1, zb-h2 or zb-v shaped schedules");
+    throw ScheduleError("the automatic zero-bubble scheduler makes zb-h1, zb-h2, zb-1p, zb-2p or zb-v shaped schedules");
   if (!settings.memory_limit.empty() && static_cast<std::int64_t>(settings.memory_limit.size()) != ranks)
     throw ScheduleError(fmt::format("{} memory limits given for {} ranks", settings.memory_limit.size(), ranks));
   PipelineSchedule s;
@@ -174,9 +179,11 @@ namespace {
 // The heuristic at `times` under the family's own memory limits (its peak in-flight activations).
 PipelineSchedule zero_bubble_at(const PipelineSchedule& shape, const OpTimes& times) {
   ZeroBubbleSettings z{times, {}};
+  const ScheduleFamily& family = schedule_family(shape.kind);
+  const ScheduleShape at{.ranks = shape.ranks, .microbatches = shape.microbatches, .vp = shape.vp};
   for (std::int64_t r = 0; r < shape.ranks; ++r)
-    z.memory_limit.push_back(static_cast<std::int64_t>(
-        peak_inflight_stage_microbatches(shape.kind, r, {.ranks = shape.ranks, .microbatches = shape.microbatches, .vp = shape.vp})));
+    z.memory_limit.push_back(family.heuristic_limit ? family.heuristic_limit(r, at)
+                                                    : static_cast<std::int64_t>(peak_inflight_stage_microbatches(shape.kind, r, at)));
   return automatic_zero_bubble(shape.kind, shape.ranks, shape.microbatches, z);
 }
 
@@ -190,6 +197,12 @@ void generate_zero_bubble(PipelineSchedule& s, const OpTimes& times) {
     // equal-time order then stands (and its own failure is the schedule's).
     s = zero_bubble_at(s, OpTimes{});
   }
+}
+
+std::int64_t equal_time_peak_inflight(ScheduleKind kind, std::int64_t r, const ScheduleShape& shape) {
+  const auto s = equal_time_schedule(kind, shape, 0.0);
+  const std::vector<double> one(static_cast<std::size_t>(s->stages), 1.0), none(static_cast<std::size_t>(s->stages), 0.0);
+  return static_cast<std::int64_t>(std::lround(peak_held_bytes(*s, r, one, none)));
 }
 
 }  // namespace plumb

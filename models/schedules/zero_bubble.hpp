@@ -19,13 +19,16 @@ struct ZeroBubbleSettings {
 // The automatic heuristic (Qi et al. §3.2): each rank, whenever it is free, runs the input-gradient
 // backward that is ready (the latest stage first); otherwise a ready forward if its memory limit
 // allows (the latest stage first); otherwise the oldest deferred W; otherwise it waits. The result
-// is the order the ranks ran their ops in, as a schedule of `kind` (zb-h1/zb-h2 shapes: one stage per
-// rank; zb-v: a V of 2·ranks stages).
+// is the order the ranks ran their ops in, as a schedule of `kind` (zb-h1/zb-h2/zb-1p/zb-2p shapes: one
+// stage per rank; zb-v: a V of 2·ranks stages).
 PipelineSchedule automatic_zero_bubble(ScheduleKind kind, std::int64_t ranks, std::int64_t microbatches,
                                        const ZeroBubbleSettings& settings);
 
-// ZB-H1, ZB-H2 and ZB-V themselves come from schedule_for (models/schedules/registry.hpp): the heuristic
-// under each schedule's memory limit (1F1B's p − r for ZB-H1, 2(p − r) − 1 for ZB-H2, 2p half-size chunks
-// = p·M_B for ZB-V), at the op times given (what Qi et al. do with profiled times), T_F = T_B = T_W by default.
+// ZB-H1, ZB-H2, ZB-1p, ZB-2p and ZB-V themselves come from schedule_for (models/schedules/registry.hpp):
+// the heuristic under each schedule's memory limit (1F1B's p − r for ZB-H1, 2(p − r) − 1 for ZB-H2, p and
+// 2p on every rank for ZB-1p and ZB-2p, 2p half-size chunks = p·M_B for ZB-V), at the op times given (what
+// Qi et al. do with profiled times), T_F = T_B = T_W by default; deferred W's count against the limit at
+// OpTimes::stash of a set, as the paper's runtime counts them (so that, as Qi et al. Table 2 gives, ZB-H1
+// holds no more than 1F1B).
 
 }  // namespace plumb

@@ -32,6 +32,7 @@ struct StepShared {
   std::vector<RankStreams> streams;                          // per machine GPU
   std::vector<std::array<std::vector<Site>, kCommKinds>> sites;  // per machine GPU, per kind, in order
   std::vector<double> activation_bytes;                      // per model stage
+  std::vector<double> weight_stash_bytes;                    // per model stage: of those, what its W reads
   // Per machine GPU: what its compute and each kind of its communication take relative to the costs
   // (full mode: a slow GPU, a degraded link; 1 otherwise).
   std::vector<double> compute_scale;
@@ -100,15 +101,30 @@ class StepOps final : public PipelineHooks {
         break;
       }
     }
-    // Activations live from the end of a forward to the end of the matching input gradient: on the
-    // pass's last task that worked (its end marker, after ZeRO's background traffic or a CP join,
-    // belongs to no GPU).
+    // Activations live from the end of a forward to the end of the matching backward: on the pass's
+    // last task that worked (its end marker, after ZeRO's background traffic or a CP join, belongs to no
+    // GPU). An input-gradient backward leaves what its W reads (its GEMMs' inputs and output gradients)
+    // until that W.
     auto at = [](const PassEnds& e) { return e.worked != sim::kNoTask ? e.worked : e.out; };
-    if (o.kind == OpKind::forward || o.kind == OpKind::forward_backward)
-      out_.graph.set_memory_delta(at(forward), static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(o.work.stage)]));
-    if (o.kind == OpKind::backward || o.kind == OpKind::backward_input || o.kind == OpKind::forward_backward) {
-      const StageWork& w = o.kind == OpKind::forward_backward ? o.other : o.work;
-      out_.graph.set_memory_delta(at(backward), -static_cast<std::int64_t>(shared_.activation_bytes[static_cast<std::size_t>(w.stage)]));
+    auto bytes = [](const std::vector<double>& v, std::int32_t stage) { return static_cast<std::int64_t>(v[static_cast<std::size_t>(stage)]); };
+    const StageWork& w = o.kind == OpKind::forward_backward ? o.other : o.work;
+    switch (o.kind) {
+      case OpKind::forward:
+        out_.graph.set_memory_delta(at(forward), bytes(shared_.activation_bytes, o.work.stage));
+        break;
+      case OpKind::forward_backward:
+        out_.graph.set_memory_delta(at(forward), bytes(shared_.activation_bytes, o.work.stage));
+        out_.graph.set_memory_delta(at(backward), -bytes(shared_.activation_bytes, w.stage));
+        break;
+      case OpKind::backward:
+        out_.graph.set_memory_delta(at(backward), -bytes(shared_.activation_bytes, w.stage));
+        break;
+      case OpKind::backward_input:
+        out_.graph.set_memory_delta(at(backward), bytes(shared_.weight_stash_bytes, w.stage) - bytes(shared_.activation_bytes, w.stage));
+        break;
+      case OpKind::weight:
+        out_.graph.set_memory_delta(at(backward), -bytes(shared_.weight_stash_bytes, w.stage));
+        break;
     }
     return t;
   }
@@ -388,7 +404,10 @@ StepSimulation simulate_step(const Job& job, const StepCosts& costs, StepMode mo
   const PipelineSchedule& s = out.schedule;
   StepShared shared;
   const MemoryPlan plan = plan_memory(job);
-  for (const StagePlan& st : plan.stages) shared.activation_bytes.push_back(stage_activation_bytes(job, st));
+  for (const StagePlan& st : plan.stages) {
+    shared.activation_bytes.push_back(stage_activation_bytes(job, st));
+    shared.weight_stash_bytes.push_back(stage_weight_stash_bytes(job, st));
+  }
   const EpCosts by_ep = costs_by_ep_rank(job, full);
   out.ep_load = by_ep.load;
   std::optional<FullRankLayout> layout;
