@@ -71,6 +71,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                       {"optimizer_bytes", r.optimizer_bytes},
                       {"muon_padding_bytes", r.muon_padding_bytes},
                       {"activations_bytes", r.activations_bytes},
+                      {"weight_stash_bytes", r.weight_stash_bytes},
                       {"other_bytes", r.other_bytes()},
                       {"other", {{"cuda_context_bytes", r.cuda_context_bytes},
                                  {"workspace_bytes", r.workspace_bytes},

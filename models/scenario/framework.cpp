@@ -51,10 +51,7 @@ void apply_capability_defaults(ObjectReader& r, Json& doc, SourceFile& src, cons
     ObjectReader er(entry, json_pointer_append(at, cc), file);
     const bool valid = is_compute_capability(cc);
     if (!valid) file.error(er.pointer(), "expected a compute capability as the key, as NVIDIA writes it (\"9.0\", \"10.0\")");
-    if (!er.is_object()) {
-      file.error(er.pointer(), fmt::format("expected an object with the \"training\" defaults of those GPUs, got {}", json_brief(entry)));
-      continue;
-    }
+    if (!er.is_object()) continue;  // the reader has said so
     if (er.has("parallel"))
       er.error("parallel", "only training defaults may depend on the GPU (the planner re-derives them for each GPU it tries); give parallel "
                            "defaults for every GPU, outside from_compute_capability");
