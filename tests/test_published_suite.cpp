@@ -120,7 +120,10 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Table 6, unseen (ZB-V, ZB-2p*, ZB-1p and 1F1B on 16-32 A100 at larger micro-batches, 36 rows): 3.8% / 9.0%
   // in time, 3.5% / 5.5% in memory. And Table 4's 1F1B-I rows (Megatron's interleaved schedule, a layer a
   // chunk), unseen: +10.8..+20.9% in tokens/s, -7.2..-9.4% in memory (plumb misses what a chunk's sends
-  // cost). Group: 93 cases, 6.7% / 20.9% and 5.2% / 11.3%.
+  // cost). Group: 93 cases, 6.7% / 20.9% and 5.2% / 11.3%. ZB-1p and ZB-2p then placed as the paper's
+  // runtime places them (its Table 5 bubble rates to 0.001 on all twelve setups): every schedule's rows now
+  // fast by about the same (ZB-1p -0.6..+16.4%, ZB-2p -1.7..+10.7%, 1F1B -1.3..+13.7%): 7.2% / 20.9% and
+  // 5.8% / 11.3%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
@@ -132,8 +135,8 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"megatron-b200-2026", true, 0.015, 0.015},
                           {"torchao-b200-750w-2025-08", false, 1.07, 1.32},
                           {"torchao-b200-750w-2025-08", true, 0.36, 0.37},
-                          {"zero-bubble-a100-2024", false, 0.068, 0.21},
-                          {"zero-bubble-a100-2024", true, 0.053, 0.115}};
+                          {"zero-bubble-a100-2024", false, 0.073, 0.21},
+                          {"zero-bubble-a100-2024", true, 0.059, 0.115}};
   for (const Bound& b : bounds) {
     const ErrorSummary s = summary(b.group, b.memory);
     // One string: doctest's INFO captures its operands lazily, and printed a literal's address.

@@ -129,16 +129,16 @@ const std::vector<ScheduleFamily> kFamilies{
      // A V of 2pp stages: rank r is position r going down, 2pp−1−r coming back.
      .inflight_split = [](std::int64_t r, const ScheduleShape& s) { return as_doubles({capped(2 * s.ranks - r, s), capped(r + 1, s)}); },
      .constraints = dualpipe_v_constraints, .bubble = dualpipe_v_bubble},
-    // The paper's automatic schedules as its runtime makes them: the heuristic under a memory limit of
+    // The paper's automatic schedules as its runtime makes them: its placement under a memory limit of
     // p (ZB-1p) or 2p (ZB-2p) micro-batches' activations on every rank, deferred W's counted at their
     // share (Qi et al. §3.2, §5.1; sail-sg/zero-bubble-pipeline-parallelism --zero-bubble-max-pending-backward).
     {.kind = ScheduleKind::zb_1p, .name = "zb-1p", .layout = StageLayout::straight, .source = "Qi et al. ICLR 2024 §3.2 (ZB-1p)",
-     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble_search,
      .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return equal_time_peak_inflight(ScheduleKind::zb_1p, r, s); },
      .heuristic_limit = [](std::int64_t, const ScheduleShape& s) { return s.ranks; },
      .constraints = no_constraints, .bubble = no_closed_bubble, .convention = BubbleConvention::span},
     {.kind = ScheduleKind::zb_2p, .name = "zb-2p", .layout = StageLayout::straight, .source = "Qi et al. ICLR 2024 §3.2 (ZB-2p)",
-     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble_search,
      .peak_inflight = [](std::int64_t r, const ScheduleShape& s) { return equal_time_peak_inflight(ScheduleKind::zb_2p, r, s); },
      .heuristic_limit = [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks; },
      .constraints = no_constraints, .bubble = no_closed_bubble, .convention = BubbleConvention::span},

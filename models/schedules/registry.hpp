@@ -30,8 +30,8 @@ struct ScheduleFamily {
   void (*generate)(PipelineSchedule& s, const OpTimes& times) = nullptr;
   // Peak (micro-batch, stage) activation sets alive on rank r, before the m × stages-held cap.
   std::int64_t (*peak_inflight)(std::int64_t r, const ScheduleShape& shape) = nullptr;
-  // The zero-bubble heuristic's memory limit on rank r, in activation sets, where it is not the peak
-  // above (ZB-1p and ZB-2p: p and 2p on every rank, which not every rank reaches); null: the peak.
+  // The memory limit a zero-bubble placement works under on rank r, in activation sets, where it is not
+  // the peak above (ZB-1p and ZB-2p: p and 2p on every rank, which not every rank reaches); null: the peak.
   std::int64_t (*heuristic_limit)(std::int64_t r, const ScheduleShape& shape) = nullptr;
   // How that peak splits over the stages the rank holds (in stages_of_rank's order), capped at m each;
   // null for one stage per rank.

@@ -9,6 +9,7 @@
 #include "models/schedules/generators.hpp"
 #include "models/schedules/held_bytes.hpp"
 #include "models/schedules/registry.hpp"
+#include "models/schedules/zero_bubble_search.hpp"
 
 namespace plumb {
 namespace {
@@ -188,6 +189,17 @@ PipelineSchedule zero_bubble_at(const PipelineSchedule& shape, const OpTimes& ti
 }
 
 }  // namespace
+
+void generate_zero_bubble_search(PipelineSchedule& s, const OpTimes& times) {
+  const ScheduleFamily& family = schedule_family(s.kind);
+  const ScheduleShape at{.ranks = s.ranks, .microbatches = s.microbatches, .vp = s.vp};
+  const double limit = static_cast<double>(family.heuristic_limit(0, at));  // the same on every rank
+  if (auto order = zero_bubble_search(s.stages, s.microbatches, times, limit)) {
+    s.ops = std::move(*order);
+    return;
+  }
+  generate_zero_bubble(s, times);  // a limit no variant fits: the greedy heuristic's order
+}
 
 void generate_zero_bubble(PipelineSchedule& s, const OpTimes& times) {
   try {

@@ -24,11 +24,11 @@ struct ZeroBubbleSettings {
 PipelineSchedule automatic_zero_bubble(ScheduleKind kind, std::int64_t ranks, std::int64_t microbatches,
                                        const ZeroBubbleSettings& settings);
 
-// ZB-H1, ZB-H2, ZB-1p, ZB-2p and ZB-V themselves come from schedule_for (models/schedules/registry.hpp):
-// the heuristic under each schedule's memory limit (1F1B's p − r for ZB-H1, 2(p − r) − 1 for ZB-H2, p and
-// 2p on every rank for ZB-1p and ZB-2p, 2p half-size chunks = p·M_B for ZB-V), at the op times given (what
-// Qi et al. do with profiled times), T_F = T_B = T_W by default; deferred W's count against the limit at
-// OpTimes::stash of a set, as the paper's runtime counts them (so that, as Qi et al. Table 2 gives, ZB-H1
-// holds no more than 1F1B).
+// ZB-H1, ZB-H2 and ZB-V themselves come from schedule_for (models/schedules/registry.hpp): this heuristic
+// under each schedule's memory limit (1F1B's p − r for ZB-H1, 2(p − r) − 1 for ZB-H2, 2p half-size chunks
+// = p·M_B for ZB-V), at the op times given (what Qi et al. do with profiled times), T_F = T_B = T_W by
+// default; deferred W's count against the limit at OpTimes::stash of a set, as the paper's runtime counts
+// them (so that, as Qi et al. Table 2 gives, ZB-H1 holds no more than 1F1B). ZB-1p and ZB-2p are placed
+// as the runtime places them (zero_bubble_search.hpp), this heuristic only where no placement fits.
 
 }  // namespace plumb
