@@ -52,7 +52,7 @@ class Placement {
   std::int64_t n(std::int64_t j, Kind k) const { return count_[static_cast<std::size_t>(3 * j + k)]; }
   double& done(Kind k, std::int64_t j, std::int64_t mb) { return end_[static_cast<std::size_t>((k * s_ + j) * m_ + mb)]; }
   double done(Kind k, std::int64_t j, std::int64_t mb) const { return end_[static_cast<std::size_t>((k * s_ + j) * m_ + mb)]; }
-  double largest_bubble() const { return *std::max_element(bubble_.begin(), bubble_.end()); }
+  double largest_bubble() const { return largest_bubble_; }  // bubbles only grow: kept as they do
   bool fits(std::int64_t j, Kind k) const { return mem_[static_cast<std::size_t>(j)] + memory(k) <= limit_ + 1e-9; }
 
   void put(std::int64_t j, Kind k) {
@@ -62,7 +62,10 @@ class Placement {
     const double unhindered = end;
     if (k == kF && j > 0) end = std::max(end, done(kF, j - 1, mb) + t_.comm + cost(k));
     if (k == kB && j + 1 < s_) end = std::max(end, done(kB, j + 1, mb) + t_.comm + cost(k));
-    if (n(j, kF) > 0) bubble_[js] += end - unhindered;
+    if (n(j, kF) > 0) {
+      bubble_[js] += end - unhindered;
+      largest_bubble_ = std::max(largest_bubble_, bubble_[js]);
+    }
     e_[js] = end;
     done(k, j, mb) = end;
     mem_[js] += memory(k);
@@ -170,6 +173,7 @@ class Placement {
   std::vector<double> end_;           // each op's end, by kind, stage and micro-batch
   std::vector<std::int64_t> count_;   // ops placed, by stage and kind
   std::vector<double> e_, mem_, bubble_;  // per stage: its end, its memory in activation sets, its idle time
+  double largest_bubble_ = 0;
   std::vector<std::vector<PipeOp>> order_;
 };
 
