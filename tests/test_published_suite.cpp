@@ -24,7 +24,7 @@ TEST_CASE("published suite: every case reads and names its framework, source and
     ++groups[c.group];
     ++cases;
   }
-  CHECK(cases >= 180);
+  CHECK(cases >= 189);
   CHECK(groups.size() >= 10);
 }
 
@@ -123,7 +123,9 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // cost). Group: 93 cases, 6.7% / 20.9% and 5.2% / 11.3%. ZB-1p and ZB-2p then placed as the paper's
   // runtime places them (its Table 5 bubble rates to 0.001 on all twelve setups): every schedule's rows now
   // fast by about the same (ZB-1p -0.6..+16.4%, ZB-2p -1.7..+10.7%, 1F1B -1.3..+13.7%): 7.2% / 20.9% and
-  // 5.8% / 11.3%.
+  // 5.8% / 11.3%. Table 7's half-micro-batch rows (9, unseen, no memory): -0.5..+11.4%, plumb's gain from
+  // doubling the micro-batch smaller than measured (a cost per op that does not grow with it). Group: 102
+  // cases, 7.2% / 20.9% and 5.8% / 11.3%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
