@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <utility>
 
 #include "models/memory/activations.hpp"
 #include "models/optimizer/muon.hpp"
@@ -99,6 +100,17 @@ double weight_stash_bytes(const ModelSpec& m, const ModelShare& share, const Sta
   return per_token * share.tokens;
 }
 
+// Per model stage: one micro-batch's activation set and, of it, its W's stash.
+std::pair<std::vector<double>, std::vector<double>> stage_sets_and_stashes(const ModelSpec& m, const ModelShare& share,
+                                                                           const std::vector<StagePlan>& stages) {
+  std::vector<double> activation, stash;
+  for (const StagePlan& s : stages) {
+    activation.push_back(activation_bytes(m, share, s));
+    stash.push_back(weight_stash_bytes(m, share, s));
+  }
+  return {activation, stash};
+}
+
 double stash_share(const std::vector<double>& activation, const std::vector<double>& stash) {
   double share = 0;
   for (std::size_t k = 0; k < activation.size(); ++k)
@@ -113,11 +125,7 @@ std::vector<double> deferred_weight_grad_bytes(const Job& job, const MemoryPlan&
   const ParallelLayout& p = job.layout;
   std::vector<double> out(static_cast<std::size_t>(p.pp), 0.0);
   if (!schedule_family(p.schedule).splits_backward) return out;
-  std::vector<double> activation, stash;
-  for (const StagePlan& s : plan.stages) {
-    activation.push_back(activation_bytes(job.model, share, s));
-    stash.push_back(weight_stash_bytes(job.model, share, s));
-  }
+  const auto [activation, stash] = stage_sets_and_stashes(job.model, share, plan.stages);
   try {
     const auto order = equal_time_schedule(p.schedule, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp},
                                            stash_share(activation, stash));
@@ -184,12 +192,7 @@ double stage_weight_stash_bytes(const Job& job, const StagePlan& s) {
 }
 
 double weight_stash_share(const Job& job) {
-  const ModelShare share = model_share(job);
-  std::vector<double> activation, stash;
-  for (const StagePlan& s : stage_plans(job.layout, job.model.mtp_depth)) {
-    activation.push_back(activation_bytes(job.model, share, s));
-    stash.push_back(weight_stash_bytes(job.model, share, s));
-  }
+  const auto [activation, stash] = stage_sets_and_stashes(job.model, model_share(job), stage_plans(job.layout, job.model.mtp_depth));
   return stash_share(activation, stash);
 }
 

@@ -71,7 +71,9 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
   diagnostics.throw_if_any();
   for (const std::string& assignment : overrides) apply_override(doc, assignment, src);
   diagnostics.throw_if_any();
-  Framework framework = apply_framework(doc, src, gpu_compute_capability(doc, src));
+  // Only a framework's defaults can depend on the GPU: the cluster is read ahead for them alone.
+  const bool names_framework = doc.is_object() && doc.contains("framework");
+  Framework framework = apply_framework(doc, src, names_framework ? gpu_compute_capability(doc, src) : std::string());
   diagnostics.throw_if_any();
 
   Job job;
@@ -111,10 +113,6 @@ Job load_scenario(const std::filesystem::path& path, const std::vector<std::stri
   diagnostics.throw_if_any();
   return job;
 }
-
-}  // namespace plumb
-
-namespace plumb {
 
 std::optional<TrainingSpec> training_on_gpu(const Job& job, const GpuSpec& gpu, std::string* why) {
   if (!job.framework.depends_on_gpu() || gpu.compute_capability == job.cluster.gpu.compute_capability) return job.training;
