@@ -218,8 +218,11 @@ TEST_CASE("a recomputed layer's backward holds what recomputation dropped, once,
   const MemoryPlan plan = plan_memory(job);
   const RankMemory& r = plan.ranks.front();
   CHECK(r.recompute_working_bytes == doctest::Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)) - 2 * sbh));
-  // The loss's buffers are freed before the last layer's backward reruns its forward: the larger counts.
-  CHECK(r.transient_bytes() == doctest::Approx(std::max(r.recompute_working_bytes, r.loss_transient_bytes)));
+  // The loss's buffers are freed before the last layer's backward reruns its forward, and the materialised
+  // scores (baddbmm's buffer and output, 4·b·a/t·s² bytes) live only inside the forward: the largest counts.
+  CHECK(r.attention_scores_bytes == doctest::Approx(4 * b * a / t * s * s));
+  CHECK(r.transient_bytes() ==
+        doctest::Approx(std::max({r.recompute_working_bytes, r.loss_transient_bytes, r.attention_scores_bytes})));
   CHECK(r.other_bytes() == doctest::Approx(r.cuda_context_bytes + r.workspace_bytes + r.zero3_prefetch_bytes + r.zero3_root_bytes +
                                            r.zero3_stream_pool_bytes +
                                            r.reserved_bytes + r.transient_bytes()));

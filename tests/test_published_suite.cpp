@@ -125,7 +125,8 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // fast by about the same (ZB-1p -0.6..+16.4%, ZB-2p -1.7..+10.7%, 1F1B -1.3..+13.7%): 7.2% / 20.9% and
   // 5.8% / 11.3%. Table 7's half-micro-batch rows (9, unseen, no memory): -0.5..+11.4%, plumb's gain from
   // doubling the micro-batch smaller than measured (a cost per op that does not grow with it). Group: 102
-  // cases, 7.2% / 20.9% and 5.8% / 11.3%.
+  // cases, 7.2% / 20.9% and 5.8% / 11.3%. The materialised attention's two score tensors at the forward's
+  // peak (baddbmm's buffer and output): memory 5.0% / 9.1%, 43 rows beyond 5% (58 before).
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
@@ -138,7 +139,7 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"torchao-b200-750w-2025-08", false, 1.07, 1.32},
                           {"torchao-b200-750w-2025-08", true, 0.36, 0.37},
                           {"zero-bubble-a100-2024", false, 0.073, 0.21},
-                          {"zero-bubble-a100-2024", true, 0.059, 0.115}};
+                          {"zero-bubble-a100-2024", true, 0.051, 0.092}};
   for (const Bound& b : bounds) {
     const ErrorSummary s = summary(b.group, b.memory);
     // One string: doctest's INFO captures its operands lazily, and printed a literal's address.

@@ -128,3 +128,23 @@ TEST_CASE("the memory model and the simulated step count the deferred W's stash"
   CHECK(peak_held_bytes(s, 0, {10}, {4}) == doctest::Approx(24));
   CHECK(peak_held_bytes(s, 0, {10}, {0}) == doctest::Approx(20));
 }
+
+TEST_CASE("materialised attention holds a layer's scores twice beside what it saves: baddbmm's buffer and output") {
+  // GPT 1.5B of the paper: micro-batch 6, 24 heads, sequence 1024 on TP1: 2 tensors x 2 bytes x b·a·s².
+  Job job = zero_bubble_case("zero-bubble-a100-1.5b-1f1b-m24");
+  REQUIRE(job.training.attention_kernel == AttentionKernel::unfused);
+  const double scores = 6.0 * 24 * 1024 * 1024;
+  MemoryPlan plan = plan_memory(job);
+  for (const RankMemory& r : plan.ranks) {
+    CHECK(r.attention_scores_bytes == doctest::Approx(4 * scores));
+    // No recomputation, no ZeRO-3, a fused loss: the scores' moment is the rank's transient.
+    CHECK(r.transient_bytes() == doctest::Approx(4 * scores));
+  }
+  // A chunk without layers (the interleaved schedule's embedding-only first chunk) holds none; a fused
+  // kernel holds none either.
+  job.training.attention_kernel = AttentionKernel::flash;
+  for (const RankMemory& r : plan_memory(job).ranks) CHECK(r.attention_scores_bytes == 0.0);
+  job.training.attention_kernel = AttentionKernel::unfused;
+  job.layout.tp = 2;
+  CHECK(plan_memory(job).ranks[1].attention_scores_bytes == doctest::Approx(2 * scores));
+}

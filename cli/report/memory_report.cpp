@@ -82,6 +82,7 @@ Json memory_report_json(const Job& job, const MemoryPlan& plan) {
                                  {"reserved_bytes", r.reserved_bytes},
                                  {"loss_transient_bytes", r.loss_transient_bytes},
                                  {"recompute_working_bytes", r.recompute_working_bytes},
+                                 {"attention_scores_bytes", r.attention_scores_bytes},
                                  {"grad_reduce_bytes", r.grad_reduce_bytes},
                                  {"transient_bytes", r.transient_bytes()}}},
                       {"total_bytes", r.total_bytes()},

@@ -234,6 +234,22 @@ double pipeline_outputs_bytes(const Job& job, const MemoryPlan& plan, const Rank
   return kept * tokens * static_cast<double>(job.model.vocab) / static_cast<double>(p.tp) * 2.0;
 }
 
+// Megatron-LM's CoreAttention (legacy model; 9290c730 megatron/model/transformer.py) computes a layer's
+// scores as torch.baddbmm(buffer, q, kᵀ, beta=0) into a new [b·a/t, s, s] tensor, the buffer a preallocated
+// one of the same shape (megatron/core/utils.py GlobalMemoryBuffer, kept for the run; a torch.empty of it
+// before 2022): both are alive while the fused softmax and dropout make the probabilities the layer saves.
+// One micro-batch's, on a rank that holds transformer layers.
+double attention_scores_bytes(const Job& job, const MemoryPlan& plan, const RankMemory& rank, double tokens) {
+  if (fused_attention(job.training.attention_kernel)) return 0.0;
+  const bool holds_layers = std::any_of(rank.stages.begin(), rank.stages.end(), [&](std::int64_t s) {
+    return plan.stages[static_cast<std::size_t>(s)].layers > 0;
+  });
+  if (!holds_layers) return 0.0;
+  const double heads = static_cast<double>(job.model.attention.heads) / static_cast<double>(job.layout.tp);
+  const double keys = static_cast<double>(job.training.seq_len / job.layout.cp);
+  return 2.0 * 2.0 * tokens * heads * keys;
+}
+
 // FSDP2's collectives' pools on their own streams (RankMemory::zero3_stream_pool_bytes), for units of
 // `block` parameters and, where the parameters outside the blocks form a unit of their own (FSDP2's root),
 // one of `root` parameters. The copy-in stream frees a unit's flat bf16 buffer only once the next unit's is
@@ -321,6 +337,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank, share.tokens);
     rank.pipeline_outputs_bytes = pipeline_outputs_bytes(job, plan, rank, share.tokens);
     rank.recompute_working_bytes = largest_recomputed * share.tokens;
+    rank.attention_scores_bytes = attention_scores_bytes(job, plan, rank, share.tokens);
     if (p.zero >= 3) {
       // Kept gathered, the whole gradients are model states (model_state_bytes).
       rank.grad_reduce_bytes = p.reshard_after_forward ? largest_layer * 2.0 : 0.0;

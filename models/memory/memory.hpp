@@ -70,9 +70,18 @@ struct RankMemory {
   // ZeRO-3 resharded after each backward: the block's whole 16-bit gradients, alive on the compute stream
   // until they are copied into the reduce-scatter's input, while the next block's backward runs.
   double grad_reduce_bytes = 0;
-  // Both of those belong to the backward; the loss's transient comes before it (its buffers are freed
-  // before the last layer's backward reruns its forward), so the larger of the two moments counts.
-  double transient_bytes() const { return std::max(loss_transient_bytes, recompute_working_bytes + grad_reduce_bytes); }
+  // Materialised attention (training.attention_kernel "unfused", Megatron-LM's CoreAttention): while a
+  // layer's scores are computed, the input buffer torch.baddbmm is handed (beta 0) and its output, one
+  // 16-bit score per query, key and local head each, beside the probabilities the layer saves. In the
+  // forward of the micro-batch that completes the peak's activations.
+  double attention_scores_bytes = 0;
+  // Three moments, the largest counts: the scores' (in the forward; where recomputation reruns the
+  // attention, what it has rebuilt by then is left out, so this is a lower bound there), the loss's (its
+  // buffers are freed before the last layer's backward reruns its forward) and the backward's, where
+  // recomputation's working set and ZeRO-3's gradients belong.
+  double transient_bytes() const {
+    return std::max({attention_scores_bytes, loss_transient_bytes, recompute_working_bytes + grad_reduce_bytes});
+  }
 
   double other_bytes() const {
     return cuda_context_bytes + workspace_bytes + zero3_prefetch_bytes + zero3_root_bytes + zero3_stream_pool_bytes +
