@@ -126,7 +126,9 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // 5.8% / 11.3%. Table 7's half-micro-batch rows (9, unseen, no memory): -0.5..+11.4%, plumb's gain from
   // doubling the micro-batch smaller than measured (a cost per op that does not grow with it). Group: 102
   // cases, 7.2% / 20.9% and 5.8% / 11.3%. The materialised attention's two score tensors at the forward's
-  // peak (baddbmm's buffer and output): memory 5.0% / 9.1%, 43 rows beyond 5% (58 before).
+  // peak (baddbmm's buffer and output): memory 5.0% / 9.1%, 43 rows beyond 5% (58 before). ZB-V placed as
+  // the runtime places it (Table 8's bubble rates): its Table 6 rows -0.2..-3.2% (were -1.0..-6.3%), its
+  // Table 7 rows +1.9..+6.2% (were -0.5..+3.4%); time 7.0% / 20.9%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
@@ -138,7 +140,7 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"megatron-b200-2026", true, 0.015, 0.015},
                           {"torchao-b200-750w-2025-08", false, 1.07, 1.32},
                           {"torchao-b200-750w-2025-08", true, 0.36, 0.37},
-                          {"zero-bubble-a100-2024", false, 0.073, 0.21},
+                          {"zero-bubble-a100-2024", false, 0.071, 0.21},
                           {"zero-bubble-a100-2024", true, 0.051, 0.092}};
   for (const Bound& b : bounds) {
     const ErrorSummary s = summary(b.group, b.memory);

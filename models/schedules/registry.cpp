@@ -110,7 +110,7 @@ const std::vector<ScheduleFamily> kFamilies{
      .constraints = no_constraints, .bubble = zb_h2_bubble,
      .convention = BubbleConvention::span},
     {.kind = ScheduleKind::zb_v, .name = "zb-v", .layout = StageLayout::v_shape, .source = "Qi et al. ICLR 2024 §6",
-     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble,
+     .splits_backward = true, .orders_by_op_times = true, .generate = generate_zero_bubble_v,
      .peak_inflight = [](std::int64_t, const ScheduleShape& s) { return 2 * s.ranks; },
      // Warm-up of 2p−1−r chunk-1 and r chunk-2 forwards, then one more (Qi et al. §6).
      .inflight_split = [](std::int64_t r, const ScheduleShape& s) { return as_doubles({capped(2 * s.ranks - 1 - r, s), capped(r + 1, s)}); },

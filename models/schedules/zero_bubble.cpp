@@ -10,6 +10,7 @@
 #include "models/schedules/held_bytes.hpp"
 #include "models/schedules/registry.hpp"
 #include "models/schedules/zero_bubble_search.hpp"
+#include "models/schedules/zero_bubble_v.hpp"
 
 namespace plumb {
 namespace {
@@ -195,6 +196,16 @@ void generate_zero_bubble_search(PipelineSchedule& s, const OpTimes& times) {
   const ScheduleShape at{.ranks = s.ranks, .microbatches = s.microbatches, .vp = s.vp};
   const double limit = static_cast<double>(family.heuristic_limit(0, at));  // the same on every rank
   if (auto order = zero_bubble_search(s.stages, s.microbatches, times, limit)) {
+    s.ops = std::move(*order);
+    return;
+  }
+  generate_zero_bubble(s, times);  // a limit no variant fits: the greedy heuristic's order
+}
+
+void generate_zero_bubble_v(PipelineSchedule& s, const OpTimes& times) {
+  const ScheduleShape at{.ranks = s.ranks, .microbatches = s.microbatches, .vp = s.vp};
+  const double limit = static_cast<double>(schedule_family(s.kind).peak_inflight(0, at));  // 2p chunk sets
+  if (auto order = zero_bubble_v_placement(s.ranks, s.microbatches, times, limit)) {
     s.ops = std::move(*order);
     return;
   }
