@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <deque>
-#include <tuple>
 
 #include "models/schedules/generators.hpp"
 
