@@ -12,7 +12,8 @@ PipeOp stage_op(OpKind kind, std::int64_t mb, std::int64_t stage);
 void generate_gpipe(PipelineSchedule& s, const OpTimes& times);
 void generate_one_f_one_b(PipelineSchedule& s, const OpTimes& times);
 void generate_interleaved(PipelineSchedule& s, const OpTimes& times);
-void generate_zero_bubble(PipelineSchedule& s, const OpTimes& times);  // ZB-H1, ZB-H2 (and ZB-V's fallback)
+void generate_zero_bubble(PipelineSchedule& s, const OpTimes& times);  // the greedy heuristic: ZB-H1/H2/V's fallback
+void generate_zero_bubble_hand(PipelineSchedule& s, const OpTimes& times);  // ZB-H1, ZB-H2
 void generate_zero_bubble_search(PipelineSchedule& s, const OpTimes& times);  // ZB-1p, ZB-2p
 void generate_zero_bubble_v(PipelineSchedule& s, const OpTimes& times);       // ZB-V
 // The most activation sets rank r holds over the zero-bubble heuristic's schedule at equal times (no
