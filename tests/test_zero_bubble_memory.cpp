@@ -198,8 +198,13 @@ TEST_CASE("materialised attention holds a layer's scores twice beside what it sa
     // No recomputation, no ZeRO-3, a fused loss: the scores' moment is the rank's transient.
     CHECK(r.transient_bytes() == doctest::Approx(4 * scores));
   }
-  // A chunk without layers (the interleaved schedule's embedding-only first chunk) holds none; a fused
-  // kernel holds none either.
+  // A rank without layers (here the embedding alone on the first stage) holds none; a fused kernel holds
+  // none either.
+  Job embedding_only = job;
+  embedding_only.layout.stage_layers = {0, 3, 3, 3, 3, 3, 4, 3};
+  const MemoryPlan split = plan_memory(embedding_only);
+  CHECK(split.ranks[0].attention_scores_bytes == 0.0);
+  CHECK(split.ranks[1].attention_scores_bytes == doctest::Approx(4 * scores));
   job.training.attention_kernel = AttentionKernel::flash;
   for (const RankMemory& r : plan_memory(job).ranks) CHECK(r.attention_scores_bytes == 0.0);
   job.training.attention_kernel = AttentionKernel::unfused;

@@ -4,6 +4,7 @@
 #include <deque>
 #include <fmt/format.h>
 #include <limits>
+#include <optional>
 #include <queue>
 
 #include "models/schedules/generators.hpp"
@@ -191,15 +192,21 @@ PipelineSchedule zero_bubble_at(const PipelineSchedule& shape, const OpTimes& ti
 
 }  // namespace
 
+namespace {
+
+// A placement's order, or the greedy heuristic's where the placement found none within the limit.
+void order_or_heuristic(PipelineSchedule& s, const OpTimes& times, std::optional<std::vector<std::vector<PipeOp>>> order) {
+  if (order) s.ops = std::move(*order);
+  else generate_zero_bubble(s, times);
+}
+
+}  // namespace
+
 void generate_zero_bubble_search(PipelineSchedule& s, const OpTimes& times) {
   const ScheduleFamily& family = schedule_family(s.kind);
   const ScheduleShape at{.ranks = s.ranks, .microbatches = s.microbatches, .vp = s.vp};
   const double limit = static_cast<double>(family.heuristic_limit(0, at));  // the same on every rank
-  if (auto order = zero_bubble_search(s.stages, s.microbatches, times, limit)) {
-    s.ops = std::move(*order);
-    return;
-  }
-  generate_zero_bubble(s, times);  // a limit no variant fits: the greedy heuristic's order
+  order_or_heuristic(s, times, zero_bubble_search(s.stages, s.microbatches, times, limit));
 }
 
 // ZB-H1 and ZB-H2 as the paper draws them (Qi et al. §3.1, Figure 3; the order its bubble tables are
@@ -233,11 +240,7 @@ void generate_zero_bubble_hand(PipelineSchedule& s, const OpTimes& times) {
 void generate_zero_bubble_v(PipelineSchedule& s, const OpTimes& times) {
   const ScheduleShape at{.ranks = s.ranks, .microbatches = s.microbatches, .vp = s.vp};
   const double limit = static_cast<double>(schedule_family(s.kind).peak_inflight(0, at));  // 2p chunk sets
-  if (auto order = zero_bubble_v_placement(s.ranks, s.microbatches, times, limit)) {
-    s.ops = std::move(*order);
-    return;
-  }
-  generate_zero_bubble(s, times);  // a limit no variant fits: the greedy heuristic's order
+  order_or_heuristic(s, times, zero_bubble_v_placement(s.ranks, s.microbatches, times, limit));
 }
 
 void generate_zero_bubble(PipelineSchedule& s, const OpTimes& times) {

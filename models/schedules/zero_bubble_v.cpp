@@ -68,7 +68,7 @@ class VPlacement {
   double end_of(std::optional<std::size_t> i) const { return i ? end_[*i] : end_.back(); }
 
   double largest_bubble(std::int64_t rank) const {
-    double b = *std::max_element(bubble_.begin(), bubble_.end());
+    double b = largest_;  // bubbles only grow: kept as they do
     if (rank >= 0 && !approved_.empty()) b = std::max(b, max_approved_ - at(approved_, rank));
     return b;
   }
@@ -93,7 +93,10 @@ class VPlacement {
         t = std::max(t, ready + c_ + cost_[static_cast<std::size_t>(kind)]);
       }
     }
-    if (n(rank, kF, 0) > 0) at(bubble_, rank) += t - no_wait;
+    if (n(rank, kF, 0) > 0) {
+      at(bubble_, rank) += t - no_wait;
+      largest_ = std::max(largest_, at(bubble_, rank));
+    }
     end_[id(kind, chunk, rank, k)] = t;
     at(cur_, rank) = t;
     at(held_, rank) += mem_[static_cast<std::size_t>(kind)];
@@ -195,6 +198,7 @@ class VPlacement {
   double max_approved_ = -1;
   std::vector<std::array<int, 6>> count_;
   std::vector<double> end_, cur_, held_, bubble_;
+  double largest_ = 0;  // the largest of bubble_
   std::vector<std::deque<int>> pending_;
   Attempt attempt_;
 };
