@@ -28,8 +28,9 @@ double expected_max_standard_normal(std::int64_t n) {
 }
 
 std::optional<double> power_clock_scale_at(const GpuSpec& gpu, double watts) {
-  if (!gpu.power_limit || !gpu.idle_power || watts <= *gpu.idle_power || *gpu.power_limit <= *gpu.idle_power) return std::nullopt;
-  return std::cbrt((watts - *gpu.idle_power) / (*gpu.power_limit - *gpu.idle_power));
+  if (!gpu.power_limit || !gpu.idle_power || !gpu.power_clock_exponent || watts <= *gpu.idle_power || *gpu.power_limit <= *gpu.idle_power)
+    return std::nullopt;
+  return std::pow((watts - *gpu.idle_power) / (*gpu.power_limit - *gpu.idle_power), *gpu.power_clock_exponent);
 }
 
 void set_job_size(Cluster& c) {

@@ -291,9 +291,12 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     g.unvectorized_elementwise_rate = unvectorized.value_or(0.0);
     g.power_limit = r.quantity("power_limit", Dimension::power, Need::optional);
     g.idle_power = r.quantity("idle_power", Dimension::power, Need::optional);
-    if (g.power_limit.has_value() != g.idle_power.has_value())
-      r.error(g.power_limit ? "idle_power" : "power_limit",
-              "give power_limit and idle_power together: the clock at another limit scales with the power above the idle draw");
+    g.power_clock_exponent = r.number("power_clock_exponent", Need::optional, 0.1, 2.0);
+    const int power_figures = g.power_limit.has_value() + g.idle_power.has_value() + g.power_clock_exponent.has_value();
+    if (power_figures != 0 && power_figures != 3)
+      r.error(!g.power_limit ? "power_limit" : !g.idle_power ? "idle_power" : "power_clock_exponent",
+              "give power_limit, idle_power and power_clock_exponent together: the clock at another limit follows the power "
+              "above the idle draw to that exponent (1/3 while the voltage rises with the clock, 1 at the voltage floor)");
     else if (g.power_limit && *g.power_limit <= *g.idle_power)
       r.error("power_limit", fmt::format("{:.0f} W is not above idle_power ({:.0f} W)", *g.power_limit, *g.idle_power));
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
@@ -316,6 +319,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (g.sustained_attention_scale) figures.emplace_back("sustained_attention_scale");
     if (g.power_limit) figures.emplace_back("power_limit");
     if (g.idle_power) figures.emplace_back("idle_power");
+    if (g.power_clock_exponent) figures.emplace_back("power_clock_exponent");
     if (r.has("chip_spread")) figures.emplace_back("chip_spread");  // its source is no unknown key, even when it is wrong
     if (r.has("compute_capability")) figures.emplace_back("compute_capability");
     g.sources = read_sources(r, figures);
@@ -386,8 +390,8 @@ std::optional<Cluster> read_cluster(const Json& value, const std::string& pointe
   c.power_limit = r.quantity("power_limit", Dimension::power, Need::optional);
   if (gpu && c.power_limit) {
     if (!gpu->power_limit)
-      r.error("power_limit", fmt::format("the profile of this GPU (\"{}\") names no power_limit and idle_power to scale its clocks "
-                                         "from; add both (with their sources) to the profile, or drop cluster.power_limit",
+      r.error("power_limit", fmt::format("the profile of this GPU (\"{}\") names no power_limit, idle_power and power_clock_exponent to "
+                                         "scale its clocks from; add them (with their sources) to the profile, or drop cluster.power_limit",
                                          gpu->name));
     else if (!power_clock_scale_at(*gpu, *c.power_limit))
       r.error("power_limit", fmt::format("{:.0f} W is not above the GPU's idle draw ({:.0f} W, its profile's idle_power)", *c.power_limit,

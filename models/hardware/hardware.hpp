@@ -114,8 +114,9 @@ struct GpuSpec {
     return at_job_power(sustained_attention_scale.value_or(sustained_compute_scale)) * slowest_chip_scale;
   }
   // The board power limit the sustained scales were measured at, and the board's power that does not
-  // follow the SM clock (leakage, memory, I/O: its idle draw), in watts; both or neither.
-  std::optional<double> power_limit, idle_power;
+  // follow the SM clock (leakage, memory, I/O: its idle draw), in watts; and the exponent by which the
+  // settled clock follows the power above that draw (power_clock_scale_at). All three or none.
+  std::optional<double> power_limit, idle_power, power_clock_exponent;
   // The SM clock a job's own power limit settles to over the profile's (set_job_size, from
   // cluster.power_limit); 1 at the profile's limit.
   double power_clock_scale = 1.0;
@@ -214,9 +215,10 @@ double expected_max_standard_normal(std::int64_t n);
 // the node count changes.
 void set_job_size(Cluster& cluster);
 // The SM clock a sustained tensor-core load settles to under a board power limit of `watts`, over the
-// clock at the profile's own limit: the power that follows the clock grows as its cube (dynamic power
-// C·V²·f with the voltage rising in step with the frequency), so f ∝ ∛(limit − idle power). nullopt
-// where the profile names no power_limit and idle_power, or the limit is not above the idle power.
+// clock at the profile's own limit: f ∝ (limit − idle power)^e, e the profile's power_clock_exponent.
+// Dynamic power is C·V²·f: where the voltage still rises with the clock, power grows as f³ (e = 1/3);
+// at the voltage floor, as f (e = 1). nullopt where the profile names no power_limit, or the limit is
+// not above the idle power.
 std::optional<double> power_clock_scale_at(const GpuSpec& gpu, double watts);
 
 std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, const SourceFile& src);

@@ -259,7 +259,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   }
   job.cluster.nodes = gpus / gpn;
   if (job.cluster.power_limit && !power_clock_scale_at(job.cluster.gpu, *job.cluster.power_limit)) {
-    *why = fmt::format("/cluster/power_limit: the profile of {} names no power_limit and idle_power (an idle draw under {:.0f} W) to scale its clocks from",
+    *why = fmt::format("/cluster/power_limit: the profile of {} names no power_limit, idle_power and power_clock_exponent (an idle draw under {:.0f} W) to scale its clocks from",
                        job.cluster.gpu.name, *job.cluster.power_limit);
     return std::nullopt;
   }
