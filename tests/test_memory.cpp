@@ -248,13 +248,13 @@ TEST_CASE("DTensor's column-parallel linears keep their all-gathered input; Mega
 TEST_CASE("FSDP2's root unit: torchtitan's embedding, final norm and head stay gathered through the step") {
   // Llama 3.1 8B on FSDP8 (torchtitan): 128,256 × 4096 embedding and head and a 4096 norm, gathered in bf16.
   const Job job = scenario("published/torchtitan-h100-8b-fsdp8-sac");
-  REQUIRE(job.layout.fsdp_root_gathered);
+  REQUIRE(job.layout.fsdp_outer_units == FsdpOuterUnits::root);
   const double outside = 2 * 128256.0 * 4096 + 4096;
   CHECK(plan_memory(job).ranks.front().zero3_root_bytes == doctest::Approx(2 * outside));
   // Under pipeline parallelism every stage is kept gathered already (its root included); without the
   // root unit they are gathered per pass like the blocks.
   CHECK(plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b")).ranks.front().zero3_root_bytes == 0.0);
-  const Job per_pass = scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_root_gathered=false"});
+  const Job per_pass = scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_outer_units=\"none\""});
   CHECK(plan_memory(per_pass).ranks.front().zero3_root_bytes == 0.0);
   // The unit's gathered bf16 copy, and its buffers in the collectives' stream pools (next test case): its
   // bf16 all-gather buffer in place of a second block's, its fp32 reduce-scatter input beside a block's.
@@ -301,8 +301,23 @@ TEST_CASE("FSDP's stream pools: a root unit larger than a block sizes both strea
   const RankMemory r = plan_memory(job).ranks.front();
   CHECK(r.zero3_stream_pool_bytes == doctest::Approx((root + block) * 2 + (root + block) * 4));
   // Without a root unit the parameters outside the blocks go with the blocks' pools.
-  const RankMemory plain = plan_memory(scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_root_gathered=false"})).ranks.front();
+  const RankMemory plain = plan_memory(scenario("published/torchtitan-h100-8b-fsdp8-sac", {"parallel.fsdp_outer_units=\"none\""})).ranks.front();
   CHECK(plain.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4)));
+}
+
+TEST_CASE("FSDP2's split units (torchtitan from July 2025): the head kept gathered to its backward, the embedding resharded") {
+  // torchao's 8B on FSDP8 under the torchtitan-2025-08 profile: the 128,256 × 4096 embedding a unit resharded
+  // after its forward, the final norm and the head a unit gathered from its forward to its backward, across
+  // the step's peak. The pools take the larger of the two (the head, by its norm) where the root took both.
+  const double h = 4096, block = h * (2 * h + 2 * 1024) + 3 * h * 14336 + 2 * h, head = 128256.0 * h + h;
+  const Job job = scenario("published/torchao-b200-750w-8b-fsdp8-bf16");
+  REQUIRE(job.layout.fsdp_outer_units == FsdpOuterUnits::split);
+  const RankMemory split = plan_memory(job).ranks.front();
+  CHECK(split.zero3_root_bytes == doctest::Approx(2 * head));
+  CHECK(split.zero3_stream_pool_bytes == doctest::Approx((head + block) * 2 + (head + block) * 4));
+  // Against June 2025's root unit: half the gathered copy, and pools sized by one of the two matrices.
+  const RankMemory root = plan_memory(scenario("published/torchao-b200-750w-8b-fsdp8-bf16", {"parallel.fsdp_outer_units=\"root\""})).ranks.front();
+  CHECK(root.total_bytes() - split.total_bytes() == doctest::Approx(2 * 128256.0 * h + 6 * 128256.0 * h));
 }
 
 TEST_CASE("PyTorch pipelining keeps the last stage's outputs, every micro-batch's logits, to the step's end") {

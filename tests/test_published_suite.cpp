@@ -131,6 +131,8 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Table 7 rows +1.9..+6.2% (were -0.5..+3.4%); time 7.0% / 20.9%.
   // Session 35: the clock at a lower power limit follows the power above the idle draw to a measured
   // exponent (B200 0.80: cuBLAS at 750 W), not its cube root: torchao's rows 106.2% / 131.5% → 80.9% / 104.6%.
+  // Their torchtitan (6fc499f) splits FSDP2's units outside the blocks (torchtitan-2025-08: the head kept
+  // gathered to its backward, the embedding resharded): memory 35.3% / 36.3% → 23.6% / 24.6%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
@@ -141,7 +143,7 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"megatron-b200-2026", false, 0.14, 0.15},
                           {"megatron-b200-2026", true, 0.015, 0.015},
                           {"torchao-b200-750w-2025-08", false, 0.82, 1.05},
-                          {"torchao-b200-750w-2025-08", true, 0.36, 0.37},
+                          {"torchao-b200-750w-2025-08", true, 0.24, 0.25},
                           {"zero-bubble-a100-2024", false, 0.071, 0.21},
                           {"zero-bubble-a100-2024", true, 0.051, 0.092}};
   for (const Bound& b : bounds) {

@@ -141,6 +141,7 @@ struct HeldParams {
   double largest_layer = 0;  // what ZeRO-3 gathers at once, after TP/EP sharding
   double largest_recomputed = 0;  // bytes per token the costliest held layer's backward rebuilds
   double outside_blocks = 0;      // of `dense`: the embedding, final norm and head, outside the blocks
+  double embedding = 0, head = 0;  // of `outside_blocks`: the embedding's, and the final norm's with the head's
 };
 
 HeldParams params_of_stage(const Job& job, const ModelShare& share, const StagePlan& s, bool holds_first_stage) {
@@ -156,14 +157,11 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
     held.largest_recomputed = std::max(held.largest_recomputed, layer.recomputed_bytes_per_token);
   };
   for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(share.layer(m, l));
-  const double in_blocks = held.dense;
-  if (s.embedding) held.dense += counts.embedding / tp + counts.position;
-  if (s.head) {
-    held.dense += counts.final_norm;
-    // A tied head needs the embedding on the last stage too, unless the same rank already holds it.
-    held.dense += (m.tied_embeddings ? (holds_first_stage ? 0.0 : counts.embedding) : counts.head) / tp;
-  }
-  held.outside_blocks = held.dense - in_blocks;
+  if (s.embedding) held.embedding = counts.embedding / tp + counts.position;
+  // A tied head needs the embedding on the last stage too, unless the same rank already holds it.
+  if (s.head) held.head = counts.final_norm + (m.tied_embeddings ? (holds_first_stage ? 0.0 : counts.embedding) : counts.head) / tp;
+  held.outside_blocks = held.embedding + held.head;
+  held.dense += held.outside_blocks;
   for (std::int64_t k = 0; k < s.mtp_modules; ++k) {
     add_layer(share.layer(m, m.mtp_layer()));
     held.dense += 2.0 * h * h / tp + (mtp_module_extra_params(m) - 2.0 * h * h);  // projection split over TP
@@ -251,12 +249,14 @@ double attention_scores_bytes(const Job& job, const MemoryPlan& plan, const Rank
 }
 
 // FSDP2's collectives' pools on their own streams (RankMemory::zero3_stream_pool_bytes), for units of
-// `block` parameters and, where the parameters outside the blocks form a unit of their own (FSDP2's root),
-// one of `root` parameters. The copy-in stream frees a unit's flat bf16 buffer only once the next unit's is
-// allocated (FSDPParamGroup.wait_for_unshard), so the root's, gathered first in the forward, and the first
-// block's coexist; later blocks fit in the root's freed segment where it is the larger, else take a second
-// block-sized one. The reduce-scatter stream holds one input at a time (foreach_reduce), and the root's,
-// reduced last in the backward, reuses the blocks' freed segment only where it fits there.
+// `block` parameters and, where the parameters outside the blocks form units of their own, a largest one
+// of `root` parameters (FSDP2's root; split, the embedding or the head). The copy-in stream frees a unit's
+// flat bf16 buffer only once the next unit's is allocated (FSDPParamGroup.wait_for_unshard), so the root's
+// (or the embedding's), gathered first in the forward, and the first block's coexist; later blocks fit in
+// its freed segment where it is the larger, else take a second block-sized one, and a split head, gathered
+// last, takes the embedding's again. The reduce-scatter stream holds one input at a time (foreach_reduce),
+// and the root's (the head's, reduced first, and the embedding's, last), reuses the blocks' freed segment
+// only where it fits there.
 double fsdp_stream_pool_bytes(double block, double root, double grad_bytes) {
   const double gathered = root >= block ? root + block : root + 2.0 * block;
   const double reduced = root > block ? root + block : block;
@@ -304,7 +304,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
     rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
-    double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0, largest_root = 0;
+    double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0, heads = 0, largest_outer_unit = 0;
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
       HeldParams held = params_of_stage(job, share, s, holds_first);
@@ -313,7 +313,9 @@ MemoryPlan plan_memory(const Job& job) {
       largest_layer = std::max(largest_layer, held.largest_layer);
       largest_recomputed = std::max(largest_recomputed, held.largest_recomputed);
       outside_blocks += held.outside_blocks;
-      largest_root = std::max(largest_root, held.outside_blocks);
+      heads += held.head;
+      const bool root = p.fsdp_outer_units == FsdpOuterUnits::root;
+      largest_outer_unit = std::max({largest_outer_unit, root ? held.outside_blocks : held.embedding, root ? 0.0 : held.head});
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     rank.weight_stash_bytes = stashes[static_cast<std::size_t>(r)];
@@ -331,8 +333,11 @@ MemoryPlan plan_memory(const Job& job) {
     rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
     // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.
     if (p.zero >= 3 && p.reshard_after_forward) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
-    // FSDP2's root unit, gathered in bf16 from the forward's start to the backward's end.
-    if (p.zero >= 3 && p.reshard_after_forward && p.fsdp_root_gathered) rank.zero3_root_bytes = outside_blocks * 2.0;
+    // FSDP2's root unit, gathered in bf16 from the forward's start to the backward's end; split, the head's
+    // unit, gathered from its forward to its backward (the step's peak, where the backward starts), the
+    // embedding's resharded after its forward.
+    if (p.zero >= 3 && p.reshard_after_forward && p.fsdp_outer_units != FsdpOuterUnits::none)
+      rank.zero3_root_bytes = (p.fsdp_outer_units == FsdpOuterUnits::root ? outside_blocks : heads) * 2.0;
     rank.reserved_bytes = job.training.reserved_memory;
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank, share.tokens);
     rank.pipeline_outputs_bytes = pipeline_outputs_bytes(job, plan, rank, share.tokens);
@@ -342,7 +347,8 @@ MemoryPlan plan_memory(const Job& job) {
       // Kept gathered, the whole gradients are model states (model_state_bytes).
       rank.grad_reduce_bytes = p.reshard_after_forward ? largest_layer * 2.0 : 0.0;
       rank.zero3_stream_pool_bytes =
-          fsdp_stream_pool_bytes(largest_layer, p.fsdp_root_gathered ? largest_root : 0.0, job.training.optimizer.grads);
+          fsdp_stream_pool_bytes(largest_layer, p.fsdp_outer_units == FsdpOuterUnits::none ? 0.0 : largest_outer_unit,
+                                 job.training.optimizer.grads);
     }
     plan.ranks.push_back(std::move(rank));
   }

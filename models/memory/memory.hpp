@@ -48,7 +48,8 @@ struct RankMemory {
   // Under Muon: what padding the whole-matrix buckets to the largest adds to `optimizer_bytes`.
   double muon_padding_bytes = 0;
   double cuda_context_bytes = 0, workspace_bytes = 0, zero3_prefetch_bytes = 0, reserved_bytes = 0;
-  // ZeRO-3 whose parameters outside the blocks stay gathered through the step (parallel.fsdp_root_gathered).
+  // ZeRO-3's units outside the blocks kept gathered across the step's peak (parallel.fsdp_outer_units): the
+  // root's embedding, final norm and head, or, split, the final norm's and head's.
   double zero3_root_bytes = 0;
   // ZeRO-3's collectives allocate on their own streams, and the caching allocator reuses a freed block
   // only for the stream it was allocated on (PyTorch CUDACachingAllocator), so those streams' pools stay
@@ -56,8 +57,9 @@ struct RankMemory {
   // all-gather buffers of a block (the current one, and the previous one kept until its copy-out is done:
   // FSDPCommContext.all_gather_state), and its reduce-scatter stream one block's input in the reduce dtype
   // (foreach_reduce of 2024 allocates it there; its output becomes the sharded gradient, counted with the
-  // gradients). A root unit (parallel.fsdp_root_gathered) adds its own buffers where they do not fit the
-  // blocks' segments: 5.5 GiB more on torchtitan's 8B, whose root outweighs a block nearly fivefold.
+  // gradients). Units outside the blocks (parallel.fsdp_outer_units) add their own buffers where they do not fit
+  // the blocks' segments, the largest of them as the root: 5.5 GiB more on torchtitan's 8B, whose root
+  // outweighs a block nearly fivefold (2.6 GiB split, its embedding and its head each 2.4 blocks).
   double zero3_stream_pool_bytes = 0;
   // On the rank with the head under parallel.pipeline_keeps_outputs: the 16-bit logits of every micro-batch
   // before the one in flight, kept to the step's end.

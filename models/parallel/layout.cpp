@@ -111,7 +111,9 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
   p.reshard_after_forward = r.boolean("reshard_after_forward", Need::optional).value_or(true);
-  p.fsdp_root_gathered = r.boolean("fsdp_root_gathered", Need::optional).value_or(false);
+  p.fsdp_outer_units = r.choice<FsdpOuterUnits>("fsdp_outer_units", Need::optional,
+                                                {{"none", FsdpOuterUnits::none}, {"root", FsdpOuterUnits::root}, {"split", FsdpOuterUnits::split}})
+                           .value_or(FsdpOuterUnits::none);
   p.keep_gathered_inputs = r.boolean("keep_gathered_inputs", Need::optional).value_or(false);
   p.pipeline_keeps_outputs = r.boolean("pipeline_keeps_outputs", Need::optional).value_or(false);
   if (const Json* merge = r.child("cp_merge", Need::optional)) {

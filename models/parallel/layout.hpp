@@ -60,6 +60,13 @@ enum class TpOverlap { none, async };
 // around the ring (PyTorch's context_parallel with its default rotate method, _RotateMethod.ALL_GATHER:
 // torch/distributed/tensor/experimental/_attention.py, _AllGatherRotater).
 enum class CpComm { ring, all_to_all, all_gather };
+
+// How FSDP2 wraps the parameters outside the transformer blocks under ZeRO-3 (parallel.fsdp_outer_units):
+// `none`: gathered per pass like the blocks; `root`: one unit, FSDP2's root module, kept gathered from the
+// forward's start to the backward's end (torchtitan until 2025-07); `split`: the embedding a unit of its own,
+// resharded after its forward, and the final norm with the head another, kept gathered from its forward to
+// its backward (torchtitan 83e6941, 2025-07-28, on).
+enum class FsdpOuterUnits { none, root, split };
 // The words scenario files (parallel.cp_comm) and plan sections use for them: ring, a2a, all_gather.
 const std::vector<std::pair<std::string, CpComm>>& cp_comm_words();
 std::string_view cp_comm_name(CpComm c);
@@ -98,11 +105,11 @@ struct ParallelLayout {
   // memory of unsharded 16-bit weights and of unsharded gradients (in the reduce dtype over several
   // micro-batches: models/memory accumulated_grad_bytes).
   bool reshard_after_forward = true;
-  // ZeRO-3 (resharded per pass) whose parameters outside the transformer blocks — embedding, final norm,
-  // output head — form one unit kept gathered from the forward's start to the backward's end: FSDP2's root
-  // module, which torchtitan wraps around them and which FSDP2 does not reshard after forward. Its gather
-  // and reduce-scatter buffers join the collectives' stream pools, under pipeline parallelism too.
-  bool fsdp_root_gathered = false;
+  // ZeRO-3 (resharded per pass): the units the parameters outside the transformer blocks form (FsdpOuterUnits).
+  // A unit's gathered copy stays while FSDP2 keeps it (root: the forward's start to the backward's end;
+  // split: the head's from its forward to its backward), and its gather and reduce-scatter buffers join the
+  // collectives' stream pools, under pipeline parallelism too.
+  FsdpOuterUnits fsdp_outer_units = FsdpOuterUnits::none;
   // Under sequence parallelism a column-parallel linear (qkv, MLP up, the output head) reads the all-gathered
   // whole sequence; true: autograd keeps that gathered input for the weight gradient (DTensor's
   // ColwiseParallel, torchtitan); false: the linear keeps its shard and gathers again in the backward
