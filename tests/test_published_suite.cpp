@@ -132,9 +132,10 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Session 35: the clock at a lower power limit follows the power above the idle draw to a measured
   // exponent (B200 0.80: cuBLAS at 750 W), not its cube root: torchao's rows 106.2% / 131.5% → 80.9% / 104.6%.
   // Their torchtitan (6fc499f) splits FSDP2's units outside the blocks (torchtitan-2025-08: the head kept
-  // gathered to its backward, the embedding resharded): memory 35.3% / 36.3% → 23.6% / 24.6%.
+  // gathered to its backward, the embedding resharded): memory 35.3% / 36.3% → 23.6% / 24.6%. DeepSeek's
+  // framework issues its kernels at the pace its own trace shows (86.9 µs a plumb kernel): -10.5% → -10.2%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
-                          {"deepseek-v3", false, 0.11, 0.11},           {"simumax-b200", true, 0.03, 0.05},
+                          {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.16, 0.30},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15},
