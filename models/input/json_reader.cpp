@@ -217,6 +217,12 @@ void ObjectReader::error(std::string_view key, std::string message) const {
   src_.error(pointer(key), std::move(message));
 }
 
+void ObjectReader::retired(std::string_view key, std::string_view replacement) {
+  if (!object_ || !object_->contains(key)) return;
+  known_.emplace_back(key);
+  error(key, fmt::format("\"{}\" is no longer read: {}", key, replacement));
+}
+
 bool ObjectReader::has(std::string_view key) {
   if (std::find(known_.begin(), known_.end(), key) == known_.end()) known_.emplace_back(key);
   return object_ && object_->contains(key);

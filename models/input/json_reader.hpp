@@ -59,6 +59,9 @@ class ObjectReader {
 
   bool has(std::string_view key);
   const Json* child(std::string_view key, Need need);
+  // A key plumb no longer reads: where the object holds it, an error saying what replaced it (and no
+  // unknown-key error besides); otherwise nothing, and the key stays out of the valid keys listed.
+  void retired(std::string_view key, std::string_view replacement);
 
   std::optional<std::int64_t> integer(std::string_view key, Need need, std::int64_t min,
                                       std::int64_t max);

@@ -111,6 +111,8 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
   p.reshard_after_forward = r.boolean("reshard_after_forward", Need::optional).value_or(true);
+  r.retired("fsdp_root_gathered", "write \"fsdp_outer_units\": \"root\" for true, \"none\" for false (or \"split\" for "
+                                  "torchtitan's units from July 2025 on)");
   p.fsdp_outer_units = r.choice<FsdpOuterUnits>("fsdp_outer_units", Need::optional,
                                                 {{"none", FsdpOuterUnits::none}, {"root", FsdpOuterUnits::root}, {"split", FsdpOuterUnits::split}})
                            .value_or(FsdpOuterUnits::none);
