@@ -82,6 +82,21 @@ TEST_CASE("a torchtitan config of December 2024 imports as the published case of
   CHECK(imported.unknown.empty());
 }
 
+TEST_CASE("a torchtitan config of August 2025 (model.hf_assets_path) imports with the profile of that torchtitan") {
+  // torchao's B200 table ran torchtitan 6fc499f, whose llama3_8b.toml names hf_assets_path (from 2025-08-11,
+  // after FSDP2's units were split on 2025-07-28): the published case's framework. Without the key, and with
+  // local_batch_size, the config could be June's or July's: June's profile.
+  ImportOptions o;
+  o.nodes = 1;
+  const std::string base = "[model]\nname = \"llama3\"\nflavor = \"8B\"\n";
+  const std::string rest = "[training]\nlocal_batch_size = 1\nseq_len = 8192\n[parallelism]\ndata_parallel_shard_degree = -1\n";
+  const ScenarioImport august = import_torchtitan(base + "hf_assets_path = \"./assets/hf/Llama-3.1-8B\"\n" + rest, "tt.toml", o);
+  const Json published = Json::parse(file_bytes(data_dir() / "scenarios/published/torchao-b200-750w-8b-fsdp8-bf16.json"));
+  CHECK(august.scenario["framework"] == published["framework"]);
+  CHECK(august.scenario["framework"] == "torchtitan-2025-08");
+  CHECK(import_torchtitan(base + rest, "tt.toml", o).scenario["framework"] == "torchtitan-2025-06");
+}
+
 TEST_CASE("torchtitan configs: TOML outside the subset and contradictory degrees are errors naming the line or the key") {
   ImportOptions o;
   o.nodes = 1;

@@ -65,10 +65,14 @@ ScenarioImport import_torchtitan(const std::string& text, const std::string& fil
   auto preset = presets.find(name + "/" + flavor);
   if (preset == presets.end()) problem("model.flavor", fmt::format("{} {} is not one plumb has a preset for (llama3 8B, 70B, 405B)", name, flavor));
   else out.set_by.push_back(fmt::format("model.name {}, model.flavor {} → model \"{}\"", name, flavor, preset->second));
-  // Which torchtitan: training.batch_size before local_batch_size replaced it (2025).
+  // Which torchtitan: training.batch_size before local_batch_size replaced it (2025); model.hf_assets_path
+  // from 2025-08-11 on (torchtitan fd5a87f, PR #1526), after FSDP2's units were split (83e6941, 2025-07-28).
   const bool old_batch = get("training", "batch_size") != nullptr;
-  const std::string framework = old_batch ? "torchtitan-2024-12" : "torchtitan-2025-06";
-  out.assumptions.push_back(fmt::format("framework {}: the config {} training.batch_size", framework, old_batch ? "uses" : "has no"));
+  const bool hf_assets = get("model", "hf_assets_path") != nullptr;
+  const std::string framework = old_batch ? "torchtitan-2024-12" : hf_assets ? "torchtitan-2025-08" : "torchtitan-2025-06";
+  out.assumptions.push_back(old_batch   ? fmt::format("framework {}: the config uses training.batch_size", framework)
+                            : hf_assets ? fmt::format("framework {}: the config names model.hf_assets_path (torchtitan from 2025-08-11)", framework)
+                                        : fmt::format("framework {}: the config has no training.batch_size", framework));
   const std::int64_t local = old_batch ? integer("training", "batch_size", 8, 1) : integer("training", "local_batch_size", 8, 1);
   const std::int64_t seq = integer("training", "seq_len", 2048, 1);
   // The degrees sit in [parallelism] since 2025; before, data and tensor parallelism in [training] and
