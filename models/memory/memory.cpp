@@ -305,6 +305,7 @@ MemoryPlan plan_memory(const Job& job) {
     rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
     double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0, heads = 0, largest_outer_unit = 0;
+    const bool root_unit = p.fsdp_outer_units == FsdpOuterUnits::root;  // else each its own (split)
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
       HeldParams held = params_of_stage(job, share, s, holds_first);
@@ -314,8 +315,8 @@ MemoryPlan plan_memory(const Job& job) {
       largest_recomputed = std::max(largest_recomputed, held.largest_recomputed);
       outside_blocks += held.outside_blocks;
       heads += held.head;
-      const bool root = p.fsdp_outer_units == FsdpOuterUnits::root;
-      largest_outer_unit = std::max({largest_outer_unit, root ? held.outside_blocks : held.embedding, root ? 0.0 : held.head});
+      largest_outer_unit = root_unit ? std::max(largest_outer_unit, held.outside_blocks)
+                                     : std::max({largest_outer_unit, held.embedding, held.head});
       rank.activations_bytes += rank.inflight[i] * activation_bytes(job.model, share, s);
     }
     rank.weight_stash_bytes = stashes[static_cast<std::size_t>(r)];
@@ -337,7 +338,7 @@ MemoryPlan plan_memory(const Job& job) {
     // unit, gathered from its forward to its backward (the step's peak, where the backward starts), the
     // embedding's resharded after its forward.
     if (p.zero >= 3 && p.reshard_after_forward && p.fsdp_outer_units != FsdpOuterUnits::none)
-      rank.zero3_root_bytes = (p.fsdp_outer_units == FsdpOuterUnits::root ? outside_blocks : heads) * 2.0;
+      rank.zero3_root_bytes = (root_unit ? outside_blocks : heads) * 2.0;
     rank.reserved_bytes = job.training.reserved_memory;
     rank.loss_transient_bytes = loss_transient_bytes(job, plan, rank, share.tokens);
     rank.pipeline_outputs_bytes = pipeline_outputs_bytes(job, plan, rank, share.tokens);

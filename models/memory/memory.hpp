@@ -59,7 +59,7 @@ struct RankMemory {
   // (foreach_reduce of 2024 allocates it there; its output becomes the sharded gradient, counted with the
   // gradients). Units outside the blocks (parallel.fsdp_outer_units) add their own buffers where they do not fit
   // the blocks' segments, the largest of them as the root: 5.5 GiB more on torchtitan's 8B, whose root
-  // outweighs a block nearly fivefold (2.6 GiB split, its embedding and its head each 2.4 blocks).
+  // outweighs a block nearly fivefold (2.5 GiB split, its embedding and its head each 2.4 blocks).
   double zero3_stream_pool_bytes = 0;
   // On the rank with the head under parallel.pipeline_keeps_outputs: the 16-bit logits of every micro-batch
   // before the one in flight, kept to the step's end.

@@ -190,14 +190,34 @@ PipelineSchedule zero_bubble_at(const PipelineSchedule& shape, const OpTimes& ti
   return automatic_zero_bubble(shape.kind, shape.ranks, shape.microbatches, z);
 }
 
-}  // namespace
-
-namespace {
-
 // A placement's order, or the greedy heuristic's where the placement found none within the limit.
 void order_or_heuristic(PipelineSchedule& s, const OpTimes& times, std::optional<std::vector<std::vector<PipeOp>>> order) {
   if (order) s.ops = std::move(*order);
   else generate_zero_bubble(s, times);
+}
+
+// ZB-H1 and ZB-H2 as the paper draws them (Qi et al. §3.1, Figure 3; the order its bubble tables are
+// computed with, sail-sg/zero-bubble-pipeline-parallelism f68d3879 efficiency.py get_hand_schedule): rank
+// r runs (p − 1 − r)·w forwards, then forward, input-gradient backward and, once r·w of them wait, the
+// oldest W in turn, the rest of the W's at the end — w = 1 (ZB-H1: 1F1B's warm-up, each W put off r
+// rounds) or 2 (ZB-H2: a warm-up as long again). It needs m ≥ (p − 1)·w; none where it is not.
+std::optional<std::vector<std::vector<PipeOp>>> hand_zero_bubble(std::int64_t p, std::int64_t m, std::int64_t warmup_per_hop) {
+  const std::int64_t deferred_most = (p - 1) * warmup_per_hop;
+  if (m < deferred_most) return std::nullopt;
+  std::vector<std::vector<PipeOp>> order(static_cast<std::size_t>(p));
+  for (std::int64_t r = 0; r < p; ++r) {
+    auto& ops = order[static_cast<std::size_t>(r)];
+    const std::int64_t warmup = (p - 1 - r) * warmup_per_hop;
+    std::int64_t f = 0, b = 0, w = 0;
+    for (; f < warmup; ++f) ops.push_back(stage_op(OpKind::forward, f, r));
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (f < m) ops.push_back(stage_op(OpKind::forward, f++, r));
+      ops.push_back(stage_op(OpKind::backward_input, b++, r));
+      if (warmup + i >= deferred_most) ops.push_back(stage_op(OpKind::weight, w++, r));
+    }
+    while (w < m) ops.push_back(stage_op(OpKind::weight, w++, r));
+  }
+  return order;
 }
 
 }  // namespace
@@ -209,32 +229,8 @@ void generate_zero_bubble_search(PipelineSchedule& s, const OpTimes& times) {
   order_or_heuristic(s, times, zero_bubble_search(s.stages, s.microbatches, times, limit));
 }
 
-// ZB-H1 and ZB-H2 as the paper draws them (Qi et al. §3.1, Figure 3; the order its bubble tables are
-// computed with, sail-sg/zero-bubble-pipeline-parallelism f68d3879 efficiency.py get_hand_schedule): rank
-// r runs (p − 1 − r)·w forwards, then forward, input-gradient backward and, once r·w of them wait, the
-// oldest W in turn, the rest of the W's at the end — w = 1 (ZB-H1: 1F1B's warm-up, each W put off r
-// rounds) or 2 (ZB-H2: a warm-up as long again). It needs m ≥ (p − 1)·w; false where it is not.
-bool hand_zero_bubble(PipelineSchedule& s, std::int64_t warmup_per_hop) {
-  const std::int64_t p = s.ranks, m = s.microbatches, deferred_most = (p - 1) * warmup_per_hop;
-  if (m < deferred_most) return false;
-  for (std::int64_t r = 0; r < p; ++r) {
-    auto& ops = s.ops[static_cast<std::size_t>(r)];
-    ops.clear();
-    const std::int64_t warmup = (p - 1 - r) * warmup_per_hop;
-    std::int64_t f = 0, b = 0, w = 0;
-    for (; f < warmup; ++f) ops.push_back(stage_op(OpKind::forward, f, r));
-    for (std::int64_t i = 0; i < m; ++i) {
-      if (f < m) ops.push_back(stage_op(OpKind::forward, f++, r));
-      ops.push_back(stage_op(OpKind::backward_input, b++, r));
-      if (warmup + i >= deferred_most) ops.push_back(stage_op(OpKind::weight, w++, r));
-    }
-    while (w < m) ops.push_back(stage_op(OpKind::weight, w++, r));
-  }
-  return true;
-}
-
 void generate_zero_bubble_hand(PipelineSchedule& s, const OpTimes& times) {
-  if (!hand_zero_bubble(s, s.kind == ScheduleKind::zb_h2 ? 2 : 1)) generate_zero_bubble(s, times);
+  order_or_heuristic(s, times, hand_zero_bubble(s.ranks, s.microbatches, s.kind == ScheduleKind::zb_h2 ? 2 : 1));
 }
 
 void generate_zero_bubble_v(PipelineSchedule& s, const OpTimes& times) {
