@@ -49,7 +49,7 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
       kernel_figures += k.forward.has_value() + k.backward.has_value() + k.half_sequence.has_value() + k.reference_sequence.has_value();
     const std::size_t extra = kernel_figures + (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
                               g.sustained_attention_scale.has_value() + g.power_limit.has_value() + g.idle_power.has_value() +
-                              g.power_clock_exponent.has_value() +
+                              g.power_clock_exponent.has_value() + g.default_power_limit.has_value() +
                               g.sources.count("attention_half_sequence") + g.sources.count("attention_reference_sequence");
     // The chip-to-chip spread: on every GPU (measured on V100 and A100, carried to the others).
     CHECK(g.sources.count("chip_spread") == 1);
@@ -59,10 +59,11 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     CHECK(g.sources.count("compute_capability") == 1);
     CHECK(g.compute_capability == (name == "b200" ? "10.0" : name == "a100-sxm-80gb" ? "8.0" : "9.0"));
     CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1 + 1);
-    // Hopper: FA2's two rates, the two half-sequences and the reference; B200: three clocks (GEMMs, FP8,
-    // attention), the power limit they were measured at, its idle draw and the clock's exponent, its
-    // half-sequence and reference, and FA2's and cuDNN's rates, half-sequences and references.
-    CHECK(extra == (hopper_name(name) ? 5u : 0u) + (name == "b200" ? 16u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
+    // Hopper: FA2's two rates, the two half-sequences and the reference, the power limit its rates are
+    // priced at, its idle draw and the clock's exponent (and the 500 W H100's default limit); B200: three
+    // clocks (GEMMs, FP8, attention), the power limit they were measured at, its idle draw and the clock's
+    // exponent, its half-sequence and reference, and FA2's and cuDNN's rates, half-sequences and references.
+    CHECK(extra == (hopper_name(name) ? 8u : 0u) + (name == "b200" ? 16u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper_name(name)) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
@@ -301,8 +302,50 @@ TEST_CASE("B200 GEMMs sustained through a step: the clock-throttling scale again
   REQUIRE(b200.sustained_attention_scale.has_value());
   CHECK(*b200.sustained_attention_scale == doctest::Approx(0.853));
   CHECK(b200.attention_sustained_scale() == doctest::Approx(0.853 * b200.slowest_chip_scale));
-  CHECK(gpu("h100-sxm-96gb-500w").attention_sustained_scale() == doctest::Approx(0.879));
-  CHECK(gpu("h100-sxm").sustained_compute_scale == 1.0);  // no sustained-load figure for the 700 W H100
+  CHECK(gpu("a100-sxm-80gb").attention_sustained_scale() == doctest::Approx(gpu("a100-sxm-80gb").sustained_compute_scale));
+}
+
+TEST_CASE("a Hopper at a 500 W limit: its GEMMs slow as a GEMM loop measured there, from the same loop settled at 700 W") {
+  // The Hopper profiles price a step at their isolated-call rates at 700 W (a step's clock settles above a
+  // GEMM loop's: this project's H200, tests/fixtures/gpu/h200-2026-11-27); a lower limit scales them by the
+  // power above the idle draw to the exponent measured between two GEMM loops held at their limits.
+  const GpuSpec h100 = gpu("h100-sxm");
+  auto burst = [&](double m, double n, double k) {
+    return h100.gemm_efficiency_of(m, n, k, 1, MathDtype::bf16) * h100.peak_dense.at(MathDtype::bf16) / 1e12;
+  };
+  CHECK(h100.sustained_compute_scale == 1.0);
+  REQUIRE(h100.power_limit.has_value());
+  CHECK(*h100.power_limit == 700);
+  // The loop settled at 700 W on one GPU: ml-engineering's MSMF on an H200 (708.5 TFLOP/s at 8192×8448×20480)
+  // over the shape model there.
+  const double settled_700 = 708.5 / burst(8192, 8448, 20480);
+  CHECK(settled_700 == doctest::Approx(0.861).epsilon(0.002));
+  // The 500 W Grand Teton H100 runs at its profile's default limit: cuBLAS 8192³ on one 96 GB Hopper at
+  // 500 W (facebookexperimental/triton PR #854: 557.2 TFLOP/s) against 8192³ settled at 700 W on a GPU alone.
+  Cluster c;
+  c.gpu = gpu("h100-sxm-96gb-500w");
+  c.fabric = fabric("h100-roce-llama3");
+  c.nodes = 1;
+  set_job_size(c);
+  REQUIRE(c.gpu.default_power_limit.has_value());
+  CHECK(c.gpu.power_clock_scale == doctest::Approx(std::pow(430.0 / 630.0, 0.53)));
+  const double alone = burst(8192, 8192, 8192) * settled_700;
+  CHECK(std::abs(alone * c.gpu.power_clock_scale / 557.2 - 1.0) < 0.01);
+  CHECK(alone * std::cbrt(430.0 / 630.0) / 557.2 > 1.07);  // the cube root would be 7% or more fast
+  // The profile's own figure is checked against one it was not set from: a TF32 ViT's SM clock under a
+  // 500 W cap, 0.879 of its clock at 647 W (Ujeniya et al. 2026): within 3%.
+  CHECK(std::pow(430.0 / 577.0, 0.53) == doctest::Approx(0.879).epsilon(0.03));
+  // cluster.power_limit overrides the profile's default: at 700 W the 500 W profile prices as the base.
+  c.power_limit = 700;
+  set_job_size(c);
+  CHECK(c.gpu.power_clock_scale == doctest::Approx(1.0));
+  // Without a cluster limit, a profile without a default runs at its own limit.
+  Cluster full;
+  full.gpu = h100;
+  full.fabric = c.fabric;
+  full.nodes = 1;
+  set_job_size(full);
+  CHECK(full.gpu.power_clock_scale == 1.0);
 }
 
 TEST_CASE("a board power limit scales the sustained clocks by the measured power of the power above the idle draw") {
@@ -341,7 +384,7 @@ TEST_CASE("a board power limit scales the sustained clocks by the measured power
   CHECK(c.gpu.power_clock_scale > 2.5);
   CHECK(c.gpu.sustained_scale(MathDtype::bf16) == doctest::Approx(c.gpu.slowest_chip_scale));
   // A profile without the figures, or a limit at its idle draw, has no clock to give.
-  CHECK_FALSE(power_clock_scale_at(gpu("h100-sxm"), 500).has_value());
+  CHECK_FALSE(power_clock_scale_at(gpu("a100-sxm-80gb"), 300).has_value());
   CHECK_FALSE(power_clock_scale_at(c.gpu, 150).has_value());
   GpuSpec no_exponent = c.gpu;
   no_exponent.power_clock_exponent.reset();

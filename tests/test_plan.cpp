@@ -288,10 +288,10 @@ TEST_CASE("the planner compares context-parallel algorithms, once each where the
 }
 
 TEST_CASE("under a power limit the planner prices GPUs at that limit and refuses those whose profile cannot say") {
-  // torchao's 8B on 8 B200 at 750 W, searched over the B200 and the H200 (whose profile names no power
-  // limit and idle draw to scale from): every H200 point is refused with the reason, the B200 ones priced.
+  // torchao's 8B on 8 B200 at 750 W, searched over the B200 and the A100 (whose profile names no power
+  // limit and idle draw to scale from): every A100 point is refused with the reason, the B200 ones priced.
   Job base = scenario("published/torchao-b200-750w-8b-fsdp8-bf16.json",
-                      {"plan.gpu=[\"b200\", \"h200-sxm\"]", "plan.fabric=[\"dgx-b200-ndr\"]", "plan.gpus=[8]", "plan.tp=[1]", "plan.pp=[1]",
+                      {"plan.gpu=[\"b200\", \"a100-sxm-80gb\"]", "plan.fabric=[\"dgx-b200-ndr\"]", "plan.gpus=[8]", "plan.tp=[1]", "plan.pp=[1]",
                        "plan.cp=[1]", "plan.zero=[3]", "plan.micro_batch=[1]", "plan.recompute=[\"alternate_matmuls\"]",
                        "plan.schedule=[\"1f1b\"]", "plan.vp=[1]"});
   PlanSpace space = read_plan_space(base);

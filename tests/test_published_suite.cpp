@@ -134,10 +134,13 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Their torchtitan (6fc499f) splits FSDP2's units outside the blocks (torchtitan-2025-08: the head kept
   // gathered to its backward, the embedding resharded): memory 35.3% / 36.3% → 23.6% / 24.6%. DeepSeek's
   // framework issues its kernels at the pace its own trace shows (86.9 µs a plumb kernel): -10.5% → -10.2%.
+  // Session 36: the 500 W H100's clocks at ((500 - 70) / (700 - 70))^0.53 = 0.817 of 700 W (Hopper's exponent
+  // measured as the B200's: cuBLAS at 500 W), not the ViT clock's 0.879: torchtitan 10.8% / 25.0% → 7.1% /
+  // 16.4%, async TP 14.6% / 28.7% → 11.4% / 24.5%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.11, 0.26},
-                          {"torchtitan-asynctp-h100-2025-06", false, 0.16, 0.30},
+                          {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
+                          {"torchtitan-asynctp-h100-2025-06", false, 0.12, 0.25},
                           {"torchtitan-h100-2024-12", true, 0.045, 0.15},
                           {"torchtitan-h200-2025-06", false, 0.05, 0.06},
                           {"torchtitan-h200-2025-06", true, 0.02, 0.03},

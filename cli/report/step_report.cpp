@@ -92,9 +92,9 @@ std::string pricing_text(const Job& job) {
   if (g.sustained_compute_scale_fp8) own_scales.push_back(fmt::format("fp8 {:.3f}x", *g.sustained_compute_scale_fp8));
   if (g.sustained_attention_scale) own_scales.push_back(fmt::format("attention {:.3f}x", *g.sustained_attention_scale));
   if (!own_scales.empty()) out += fmt::format(" ({})", fmt::join(own_scales, ", "));
-  if (job.cluster.power_limit && g.power_limit)
-    out += fmt::format(" at the profile's {:.0f} W, clocks ×{:.3f} at this job's {:.0f} W limit", *g.power_limit, g.power_clock_scale,
-                       *job.cluster.power_limit);
+  if (const std::optional<double> limit = g.job_power_limit(job.cluster.power_limit); limit && g.power_limit)
+    out += fmt::format(" at the profile's {:.0f} W, clocks ×{:.3f} at this job's {:.0f} W limit{}", *g.power_limit, g.power_clock_scale, *limit,
+                       job.cluster.power_limit ? "" : " (the profile's default_power_limit)");
   if (g.slowest_chip_scale < 1.0)
     out += fmt::format(", the slowest of {} chips at {:.3f}x a typical one (chip spread {:.2f}%)", job.cluster.gpus(), g.slowest_chip_scale,
                        100 * job.cluster.chip_spread.value_or(g.chip_spread));

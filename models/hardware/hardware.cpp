@@ -299,6 +299,12 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
               "above the idle draw to that exponent (1/3 while the voltage rises with the clock, 1 at the voltage floor)");
     else if (g.power_limit && *g.power_limit <= *g.idle_power)
       r.error("power_limit", fmt::format("{:.0f} W is not above idle_power ({:.0f} W)", *g.power_limit, *g.idle_power));
+    g.default_power_limit = r.quantity("default_power_limit", Dimension::power, Need::optional);
+    if (g.default_power_limit && power_figures != 3)
+      r.error("default_power_limit", "give power_limit, idle_power and power_clock_exponent with it: the clocks at the default limit "
+                                     "are scaled from the profile's own limit by them");
+    else if (g.default_power_limit && *g.default_power_limit <= *g.idle_power)
+      r.error("default_power_limit", fmt::format("{:.0f} W is not above idle_power ({:.0f} W)", *g.default_power_limit, *g.idle_power));
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
     g.kernel_overhead = kernel_overhead.value_or(0.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",
@@ -320,6 +326,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (g.power_limit) figures.emplace_back("power_limit");
     if (g.idle_power) figures.emplace_back("idle_power");
     if (g.power_clock_exponent) figures.emplace_back("power_clock_exponent");
+    if (g.default_power_limit) figures.emplace_back("default_power_limit");
     if (r.has("chip_spread")) figures.emplace_back("chip_spread");  // its source is no unknown key, even when it is wrong
     if (r.has("compute_capability")) figures.emplace_back("compute_capability");
     g.sources = read_sources(r, figures);

@@ -117,6 +117,13 @@ struct GpuSpec {
   // follow the SM clock (leakage, memory, I/O: its idle draw), in watts; and the exponent by which the
   // settled clock follows the power above that draw (power_clock_scale_at). All three or none.
   std::optional<double> power_limit, idle_power, power_clock_exponent;
+  // The limit boards of this kind run at unless cluster.power_limit says otherwise, where it is not
+  // power_limit (a fleet that caps its boards below the one the sustained figures were measured at).
+  std::optional<double> default_power_limit;
+  // The limit a job runs at: the cluster's own, else the profile's default_power_limit; nullopt at power_limit.
+  std::optional<double> job_power_limit(std::optional<double> cluster_limit) const {
+    return cluster_limit ? cluster_limit : default_power_limit;
+  }
   // The SM clock a job's own power limit settles to over the profile's (set_job_size, from
   // cluster.power_limit); 1 at the profile's limit.
   double power_clock_scale = 1.0;
