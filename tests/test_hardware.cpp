@@ -329,6 +329,9 @@ TEST_CASE("a Hopper at a 500 W limit: its GEMMs slow as a GEMM loop measured the
   set_job_size(c);
   REQUIRE(c.gpu.default_power_limit.has_value());
   CHECK(c.gpu.power_clock_scale == doctest::Approx(std::pow(430.0 / 630.0, 0.53)));
+  // The profile read alone is at its default limit too (calibrating a 500 W machine's measurements against it
+  // divides them by the same clocks).
+  CHECK(gpu("h100-sxm-96gb-500w").power_clock_scale == doctest::Approx(c.gpu.power_clock_scale));
   const double alone = burst(8192, 8192, 8192) * settled_700;
   CHECK(std::abs(alone * c.gpu.power_clock_scale / 557.2 - 1.0) < 0.01);
   CHECK(alone * std::cbrt(430.0 / 630.0) / 557.2 > 1.07);  // the cube root would be 7% or more fast

@@ -125,7 +125,8 @@ struct GpuSpec {
     return cluster_limit ? cluster_limit : default_power_limit;
   }
   // The SM clock a job's own power limit settles to over the profile's (set_job_size, from
-  // cluster.power_limit); 1 at the profile's limit.
+  // cluster.power_limit or default_power_limit; the profile read alone: its default_power_limit's); 1 at
+  // the profile's limit.
   double power_clock_scale = 1.0;
   // A sustained scale at the job's power limit: never above the isolated-call (burst) rates.
   double at_job_power(double scale) const { return std::min(1.0, scale * power_clock_scale); }
