@@ -100,7 +100,7 @@ TEST_CASE("rates measured back to back calibrate a GPU with a sustained clock to
   for (const auto& s : shapes)
     CHECK(sustained.gemm_efficiency_of(s[0], s[1], s[2], 1, MathDtype::bf16) * sustained.sustained_scale(MathDtype::bf16) ==
           doctest::Approx(truth.efficiency(s[0], s[1], s[2], 1, 148)).epsilon(1e-3));  // the ceiling written to 3 places
-  CHECK(sustained.sources.at("gemm_model").find("divided by the profile's sustained_compute_scale 0.762") != std::string::npos);
+  CHECK(sustained.sources.at("gemm_model").find("divided by the profile's sustained scale 0.762") != std::string::npos);
   // The same times not marked sustained are taken as burst rates, as before.
   doc.erase("sustained");
   const GpuSpec burst = calibrated_with(doc);

@@ -282,11 +282,14 @@ Calibration calibrate_gpu(const Json& profile_json, const GpuSpec& gpu, const st
   for (const Measurements& m : measured)
     files += (files.empty() ? "" : ", ") +
              fmt::format("{} ({}, {}{})", m.file, m.device, m.date,
-                         m.sustained && gpu.sustained_compute_scale < 1.0
-                             ? fmt::format("; rates sustained back to back, divided by the profile's sustained_compute_scale {:.3g}"
-                                           " (fp8 {:.3g}, attention {:.3g}), which it keeps",
-                                           gpu.sustained_compute_scale, gpu.sustained_scale(MathDtype::fp8),
-                                           gpu.attention_sustained_scale())
+                         m.sustained && gpu.sustained_scale(MathDtype::bf16) < 1.0
+                             ? fmt::format("; rates sustained back to back, divided by the profile's sustained scale {:.3g}"
+                                           " (fp8 {:.3g}, attention {:.3g}{}), which it keeps",
+                                           gpu.sustained_scale(MathDtype::bf16), gpu.sustained_scale(MathDtype::fp8),
+                                           gpu.attention_sustained_scale(),
+                                           gpu.power_clock_scale < 1.0
+                                               ? fmt::format("; clocks ×{:.3g} at its default_power_limit", gpu.power_clock_scale)
+                                               : "")
                              : "");
   // plumb adds the launch overhead to every op, so the GEMM and attention fits take it off first.
   const double overhead = fit_kernel_overhead(c, measured, files);
