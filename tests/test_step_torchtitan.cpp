@@ -340,3 +340,18 @@ TEST_CASE("PyTorch's context parallelism all-gathers K and V beside the first bl
   CHECK(gathered_run.report.step_time > ring_run.report.step_time);
   CHECK(g.forward.compute() == doctest::Approx(r.forward.compute()));  // the same kernels
 }
+
+TEST_CASE("the 500 W H100's default limit: a torchtitan step slower than the same boards at 700 W, by less than the clocks") {
+  // h100-sxm-96gb-500w runs at its default_power_limit (500 W): tensor-core work and attention at
+  // ((500 - 70) / (700 - 70))^0.53 = 0.817 of their 700 W clocks, memory-bound kernels (HBM) and the
+  // network not at all. So the step slows, but by less than 1 / 0.817.
+  const Job at_500 = scenario("published/torchtitan-h100-8b-fsdp8-sac.json");
+  const Job at_700 = scenario("published/torchtitan-h100-8b-fsdp8-sac.json", {"cluster.power_limit=\"700W\""});
+  const double clocks = std::pow(430.0 / 630.0, 0.53);
+  REQUIRE(at_500.cluster.gpu.power_clock_scale == doctest::Approx(clocks));
+  CHECK(at_700.cluster.gpu.power_clock_scale == doctest::Approx(1.0));
+  const double slower = run(at_500).report.step_time / run(at_700).report.step_time;
+  INFO("step at 500 W over 700 W: " << slower);
+  CHECK(slower > 1.10);
+  CHECK(slower < 1.0 / clocks);
+}
