@@ -36,9 +36,12 @@ std::optional<double> power_clock_scale_at(const GpuSpec& gpu, double watts) {
 void set_job_size(Cluster& c) {
   const double spread = c.chip_spread.value_or(c.gpu.chip_spread);
   c.gpu.slowest_chip_scale = std::max(0.5, 1.0 - spread * expected_max_standard_normal(c.gpus()));
-  const std::optional<double> limit = c.gpu.job_power_limit(c.power_limit);
-  const std::optional<double> power = limit ? power_clock_scale_at(c.gpu, *limit) : std::nullopt;
-  c.gpu.power_clock_scale = power.value_or(1.0);
+  c.gpu.set_job_power_limit(c.power_limit);
+}
+
+void GpuSpec::set_job_power_limit(std::optional<double> cluster_limit) {
+  const std::optional<double> limit = job_power_limit(cluster_limit);
+  power_clock_scale = limit ? power_clock_scale_at(*this, *limit).value_or(1.0) : 1.0;
 }
 
 }  // namespace plumb

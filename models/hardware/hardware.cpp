@@ -306,7 +306,7 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     else if (g.default_power_limit && *g.default_power_limit <= *g.idle_power)
       r.error("default_power_limit", fmt::format("{:.0f} W is not above idle_power ({:.0f} W)", *g.default_power_limit, *g.idle_power));
     else if (g.default_power_limit)  // the profile alone (calibration, ops) runs at its default limit too
-      g.power_clock_scale = power_clock_scale_at(g, *g.default_power_limit).value_or(1.0);
+      g.set_job_power_limit(std::nullopt);
     auto kernel_overhead = r.quantity("kernel_overhead", Dimension::time, Need::optional);
     g.kernel_overhead = kernel_overhead.value_or(0.0);
     std::vector<std::string> figures{"sms", "hbm_capacity", "hbm_bandwidth", "peak_dense",

@@ -124,6 +124,8 @@ struct GpuSpec {
   std::optional<double> job_power_limit(std::optional<double> cluster_limit) const {
     return cluster_limit ? cluster_limit : default_power_limit;
   }
+  // Sets power_clock_scale for a job at `cluster_limit` (nullopt: the profile's default, else its own limit).
+  void set_job_power_limit(std::optional<double> cluster_limit);
   // The SM clock a job's own power limit settles to over the profile's (set_job_size, from
   // cluster.power_limit or default_power_limit; the profile read alone: its default_power_limit's); 1 at
   // the profile's limit.
@@ -219,7 +221,7 @@ struct Cluster {
 double expected_max_standard_normal(std::int64_t n);
 // Sets the GPU's slowest_chip_scale for the cluster's GPUs drawn from the SKU: 1 − chip spread × the
 // expected largest of gpus() standard normal draws (the job runs at its slowest chip's pace), and its
-// power_clock_scale at the cluster's power limit (power_clock_scale_at). Call it whenever the GPU or
+// power_clock_scale at the cluster's power limit, else the profile's default (set_job_power_limit). Call it whenever the GPU or
 // the node count changes.
 void set_job_size(Cluster& cluster);
 // The SM clock a sustained tensor-core load settles to under a board power limit of `watts`, over the
