@@ -164,6 +164,16 @@ TEST_CASE("torchtitan's per-op selective checkpointing: what a Llama block keeps
   tp.tp = tp_compiled.tp = 8;
   tp.sequence_parallel = tp_compiled.sequence_parallel = true;
   CHECK(layer_bytes_per_token(m, 0, tp) - layer_bytes_per_token(m, 0, tp_compiled) == doctest::Approx(2 * (h + 2 * h / 8)));
+  // cuDNN's SDPA op (torchtitan's first choice on a B200) is not in the save list (6fc499f _save_list):
+  // the policy keeps only the outputs of the ops it saves, so the attention's output and log-sum-exp are
+  // rebuilt by running it again, where Megatron's core_attention recomputation keeps its output.
+  ActivationSettings cudnn = compiled;
+  cudnn.recompute.core_attention = true;
+  CHECK(layer_bytes_per_token(m, 0, cudnn) == doctest::Approx(2 * (h + h + kv + f)));
+  ActivationSettings megatron;
+  megatron.seq_local = 8192;
+  megatron.recompute.core_attention = true;
+  CHECK(layer_bytes_per_token(m, 0, megatron) - layer_bytes_per_token(m, 0, ActivationSettings{.seq_local = 8192}) == 0.0);
   // A save list without aten.mm (recompute matmuls): every matmul recomputed, x, SDPA's output and its
   // log-sum-exp kept.
   set.recompute.matmuls = true;
@@ -193,6 +203,17 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered (FSDP2 reshard_after_forward=F
   CHECK(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce, false, 1).grads == doctest::Approx(2 * psi + 4 * psi / 64));
   CHECK(model_state_bytes(psi, 3, 64, 2.0, adam, false, 8).grads == doctest::Approx(2 * psi + 2 * psi / 64));
   CHECK(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce, true, 8).grads == doctest::Approx(4 * psi / 64));  // resharded
+  // FSDP2 under a mixed-precision policy keeps no 16-bit shard: the fp32 shard is the parameter the
+  // optimizer updates (_fsdp_param.py all_gather_inputs casts it per all-gather): (4 + 4 + 8)Ψ/64 with fp32
+  // gradients, 2Ψ/64 less than beside a separate master; kept gathered, the 16-bit copy is whole again.
+  const OptimizerBytes fsdp2{.grads = 4, .params_are_master = true};
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fsdp2).total() == doctest::Approx(16 * psi / 64));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce).total() - model_state_bytes(psi, 3, 64, 2.0, fsdp2).total() ==
+        doctest::Approx(2 * psi / 64));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fsdp2, false, 1).total() ==
+        doctest::Approx(model_state_bytes(psi, 3, 64, 2.0, fp32_reduce, false, 1).total()));
+  CHECK(model_state_bytes(psi, 1, 64, 2.0, fsdp2).total() == doctest::Approx(model_state_bytes(psi, 1, 64, 2.0, fp32_reduce).total()));
+  CHECK(load_scenario(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp8-sac.json").training.optimizer.params_are_master);
   // torchtitan's loss: F.cross_entropy over a .float() copy of the logits holds 12 bytes per vocabulary
   // entry and token at its backward, 8 more than the fp32 logits the activations count: Llama 3.1 8B,
   // micro-batch 2 × 8192 tokens, vocabulary 128,256, one GPU per replica.

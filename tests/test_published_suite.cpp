@@ -137,17 +137,21 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Session 36: the 500 W H100's clocks at ((500 - 70) / (700 - 70))^0.53 = 0.817 of 700 W (Hopper's exponent
   // measured as the B200's: cuBLAS at 500 W), not the ViT clock's 0.879: torchtitan 10.8% / 25.0% → 7.1% /
   // 16.4%, async TP 14.6% / 28.7% → 11.4% / 24.5%.
+  // Session 37: FSDP2 keeps no bf16 shard beside its fp32 one (optimizer.params_are_master): every torchtitan
+  // row's memory falls by 2 bytes a parameter over its shard (torchtitan memory 4.3% / 14.3% → 5.6% / 15.4%,
+  // the 8B rows now -0.6% to -4.5%; torchao 23.6% / 24.6% → 16.2% / 17.3%). Per-op SAC keeps no output of an
+  // SDPA op outside its save list (cuDNN's, on the B200): torchao → 12.3% / 13.2%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.12, 0.25},
-                          {"torchtitan-h100-2024-12", true, 0.045, 0.15},
+                          {"torchtitan-h100-2024-12", true, 0.057, 0.155},
                           {"torchtitan-h200-2025-06", false, 0.05, 0.06},
                           {"torchtitan-h200-2025-06", true, 0.02, 0.03},
                           {"megatron-b200-2026", false, 0.14, 0.15},
                           {"megatron-b200-2026", true, 0.015, 0.015},
                           {"torchao-b200-750w-2025-08", false, 0.82, 1.05},
-                          {"torchao-b200-750w-2025-08", true, 0.24, 0.25},
+                          {"torchao-b200-750w-2025-08", true, 0.125, 0.135},
                           {"zero-bubble-a100-2024", false, 0.071, 0.21},
                           {"zero-bubble-a100-2024", true, 0.051, 0.092}};
   for (const Bound& b : bounds) {

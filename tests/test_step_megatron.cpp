@@ -11,7 +11,8 @@ using namespace plumb::test;
 
 namespace {
 // The same optimizer without the step's other passes.
-const std::string kUpdateOnly = R"(training.optimizer={"grads": "fp32", "master_weights": "fp32", "moments": "fp32"})";
+const std::string kUpdateOnly =
+    R"(training.optimizer={"grads": "fp32", "master_weights": "fp32", "moments": "fp32", "params_are_master": true})";
 
 // What the passes add to stage 0's optimizer time: per parameter of the whole buffer, of those reduced
 // over DP > 1, and of the 1/DP shard.

@@ -25,6 +25,7 @@ bool dropped(Drop d, const Recompute& rc) {
     case Drop::activation: return rc.activation;
     case Drop::matmul: return rc.matmuls;
     case Drop::second_matmul: return rc.matmuls || rc.alternate_matmuls;
+    case Drop::attention_output: return rc.core_attention && (rc.matmuls || rc.alternate_matmuls);
   }
   return false;
 }
@@ -111,10 +112,10 @@ void add_attention(const ModelSpec& m, std::int64_t layer, const ActivationSetti
       t.push_back({"attention dropout output", scores, Storage::bf16, Shard::tp, Drop::core_attention});
     }
   } else {
-    t.push_back({"softmax log-sum-exp", heads, Storage::fp32, Shard::tp, Drop::never});
+    t.push_back({"softmax log-sum-exp", heads, Storage::fp32, Shard::tp, Drop::attention_output});
   }
   t.push_back({"attention output (out-projection input)", heads * static_cast<double>(a.out_head_dim()),
-               Storage::gemm_input, Shard::tp, Drop::never});
+               Storage::gemm_input, Shard::tp, Drop::attention_output});
   if (m.dropout) t.push_back({"attention residual dropout mask", h, Storage::mask, Shard::sp, Drop::never});
 }
 

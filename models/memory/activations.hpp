@@ -24,7 +24,11 @@ enum class Shard { replicated, tp, sp, gathered, routed, routed_ffn };
 // Which recomputation option drops the tensor (it is rebuilt in backward instead). matmul: the output of
 // a matmul torchtitan's per-op policy saves (dropped only when every matmul is recomputed);
 // second_matmul: one it recomputes (every second matmul of the block), or a tensor derived from one.
-enum class Drop { never, core_attention, norm, mla_up_proj, activation, matmul, second_matmul };
+// attention_output: the fused attention's output and log-sum-exp, rebuilt where torchtitan's per-op policies
+// (alternate_matmuls, matmuls) recompute the attention: those policies keep only the outputs of the ops they
+// save, where Megatron's selective recomputation (core_attention alone) keeps the output of the attention
+// it recomputes.
+enum class Drop { never, core_attention, norm, mla_up_proj, activation, matmul, second_matmul, attention_output };
 
 struct SavedTensor {
   std::string_view name;

@@ -26,6 +26,11 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
   b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) +
             (gathered ? params * accumulated_grad_bytes(optimizer.grads, microbatches) : 0.0);
   b.optimizer = params * optimizer.states() / (zero >= 1 ? n : 1.0);
+  if (zero >= 3 && optimizer.params_are_master) {
+    // The shard is the master: counted once, as parameters; kept gathered, the 16-bit copy stays beside it.
+    b.params = params * optimizer.master / n + (gathered ? params * weight_bytes : 0.0);
+    b.optimizer = params * optimizer.moments / n;
+  }
   return b;
 }
 

@@ -182,6 +182,7 @@ TrainingSpec read_training(ObjectReader& r) {
       t.optimizer.grads = dtype_bytes(o, "grads", 2.0, false);
       t.optimizer.master = dtype_bytes(o, "master_weights", 4.0, true);
       t.optimizer.moments = 2.0 * dtype_bytes(o, "moments", 4.0, false);
+      t.optimizer.params_are_master = o.boolean("params_are_master", Need::optional).value_or(t.optimizer.params_are_master);
       if (const Json* passes = o.child("step_passes", Need::optional)) {
         ObjectReader sp(*passes, o.pointer("step_passes"), o.source());
         if (sp.is_object()) {

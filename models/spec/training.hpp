@@ -40,8 +40,15 @@ struct OptimizerBytes {
   double grads = 2;
   double master = 4;
   double moments = 8;  // both Adam moments together
+  // The parameters the optimizer updates are its master weights (PyTorch FSDP under a mixed-precision
+  // policy: the sharded parameter stays in its fp32 dtype and each all-gather casts it to 16 bits,
+  // torch/distributed/fsdp/_fully_shard/_fsdp_param.py all_gather_inputs): under ZeRO-3 no 16-bit shard is
+  // kept beside the master, and the step writes no 16-bit copy.
+  bool params_are_master = false;
   OptimizerStepPasses step_passes{};
   double states() const { return master + moments; }
+  // What the step writes into the 16-bit weights after updating the master, per parameter.
+  double copy_bytes(double weight_bytes, int zero) const { return params_are_master && zero >= 3 ? 0.0 : weight_bytes; }
 };
 
 // AdamW everywhere, or Muon on the hidden layers' matrices with AdamW on the rest (embedding, head,
