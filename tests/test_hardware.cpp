@@ -50,7 +50,8 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     const std::size_t extra = kernel_figures + (g.sustained_compute_scale < 1.0) + g.sustained_compute_scale_fp8.has_value() +
                               g.sustained_attention_scale.has_value() + g.power_limit.has_value() + g.idle_power.has_value() +
                               g.power_clock_exponent.has_value() + g.default_power_limit.has_value() +
-                              g.sources.count("attention_half_sequence") + g.sources.count("attention_reference_sequence");
+                              g.sources.count("attention_half_sequence") + g.sources.count("attention_reference_sequence") +
+                              g.attention_dropout_scale.has_value() + g.attention_dropout_backward_scale.has_value();
     // The chip-to-chip spread: on every GPU (measured on V100 and A100, carried to the others).
     CHECK(g.sources.count("chip_spread") == 1);
     CHECK(g.chip_spread == doctest::Approx(0.0171));
@@ -62,8 +63,9 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     // Hopper: FA2's two rates, the two half-sequences and the reference, the power limit its rates are
     // priced at, its idle draw and the clock's exponent (and the 500 W H100's default limit); B200: three
     // clocks (GEMMs, FP8, attention), the power limit they were measured at, its idle draw and the clock's
-    // exponent, its half-sequence and reference, and FA2's and cuDNN's rates, half-sequences and references.
-    CHECK(extra == (hopper_name(name) ? 8u : 0u) + (name == "b200" ? 16u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
+    // exponent, its half-sequence and reference, FA2's and cuDNN's rates, half-sequences and references, and
+    // what fused attention keeps under dropout (forward, backward).
+    CHECK(extra == (hopper_name(name) ? 8u : 0u) + (name == "b200" ? 18u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
     CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper_name(name)) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));

@@ -140,7 +140,9 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // Session 37: FSDP2 keeps no bf16 shard beside its fp32 one (optimizer.params_are_master): every torchtitan
   // row's memory falls by 2 bytes a parameter over its shard (torchtitan memory 4.3% / 14.3% → 5.6% / 15.4%,
   // the 8B rows now -0.6% to -4.5%; torchao 23.6% / 24.6% → 16.2% / 17.3%). Per-op SAC keeps no output of an
-  // SDPA op outside its save list (cuDNN's, on the B200): torchao → 12.3% / 13.2%.
+  // SDPA op outside its save list (cuDNN's, on the B200): torchao → 12.3% / 13.2%. Fused attention that drops
+  // out its probabilities at FA4's measured sm_100 dropout rates (0.80 / 0.65 of its own): GPT 6.9B 13.0% /
+  // 14.0% → 8.1% / 9.2%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
@@ -148,7 +150,7 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"torchtitan-h100-2024-12", true, 0.057, 0.155},
                           {"torchtitan-h200-2025-06", false, 0.05, 0.06},
                           {"torchtitan-h200-2025-06", true, 0.02, 0.03},
-                          {"megatron-b200-2026", false, 0.14, 0.15},
+                          {"megatron-b200-2026", false, 0.085, 0.095},
                           {"megatron-b200-2026", true, 0.015, 0.015},
                           {"torchao-b200-750w-2025-08", false, 0.82, 1.05},
                           {"torchao-b200-750w-2025-08", true, 0.125, 0.135},

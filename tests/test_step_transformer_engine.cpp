@@ -85,6 +85,31 @@ TEST_CASE("Megatron-Core on Transformer Engine runs cuDNN's attention, and its s
         doctest::Approx(job.model.layers * (cudnn_s - fa4_s)).epsilon(1e-6));
 }
 
+TEST_CASE("A fused attention that drops out its probabilities runs at the rate FA4's dropout kernels measured on sm_100") {
+  // flash-attention PR #2597 (GB200, p 0.125): forward 75-85%, backward 60-70% of the no-dropout rate;
+  // the profile takes the midpoints. Megatron's GPT 6.9B (attention dropout 0.1) against the same model
+  // without dropout: the forward 1/0.80 and the backward 1/0.65 as long, the layer's other ops alike.
+  const std::string file = "published/megatron-b200-mghpcc-gpt6.9b-8gpu.json";
+  const Job job = scenario(file);
+  REQUIRE(job.model.dropout);
+  const LayerOp with = op_named(job, "core attention");
+  CHECK(with.attention_dropout);
+  LayerOp without = with;
+  without.attention_dropout = false;
+  const GpuSpec& gpu = job.cluster.gpu;
+  const double overhead = gpu.kernel_overhead;
+  CHECK((op_time(with, 0, gpu, job.training).seconds - overhead) / (op_time(without, 0, gpu, job.training).seconds - overhead) ==
+        doctest::Approx(1 / 0.80));
+  CHECK((op_time(with, 1, gpu, job.training).seconds - overhead) / (op_time(without, 1, gpu, job.training).seconds - overhead) ==
+        doctest::Approx(1 / 0.65));
+  // A GPU without the figure prices dropout at no cost; an unfused attention prices it as its own kernel.
+  const Job h100 = scenario(file, {"cluster.gpu=h100-sxm", "cluster.fabric=dgx-h100-ndr"});
+  CHECK(op_time(op_named(h100, "core attention"), 1, h100.cluster.gpu, h100.training).seconds ==
+        doctest::Approx(op_time(without, 1, h100.cluster.gpu, h100.training).seconds));
+  const Job unfused = scenario(file, {"training.attention_kernel=unfused"});
+  CHECK_FALSE(op_named(unfused, "core attention").attention_dropout);
+}
+
 TEST_CASE("All-to-all context parallelism: one kernel over every key, its exchanges blocking it") {
   const Job a2a = scenario(kCp8), ring = scenario(kCp8, {"parallel.cp_comm=ring"});
   REQUIRE(a2a.layout.cp_comm == CpComm::all_to_all);

@@ -70,6 +70,11 @@ std::string pricing_text(const Job& job) {
     const bool own = kernel == AttentionKernel::flash || g.attention_kernels.contains(name);
     out += fmt::format(", fused attention ({}{}) {:.1f}% (backward {:.1f}%)", name, own ? "" : ", at the fastest kernel's rates",
                        100 * g.attention_efficiency_of(name, false), 100 * g.attention_efficiency_of(name, true));
+    if (job.model.dropout)
+      out += g.attention_dropout_scale
+                 ? fmt::format(" with its dropout at ×{:.2f} (backward ×{:.2f})", g.attention_dropout_scale_of(false),
+                               g.attention_dropout_scale_of(true))
+                 : std::string(" with its dropout at no cost (the profile has no attention_dropout_scale)");
   }
   out += fmt::format(", memory-bound ops at {:.1f}% of HBM", 100 * g.hbm_efficiency);
   if (const EagerElementwise* e = job.training.eager()) {

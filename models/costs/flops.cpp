@@ -258,7 +258,10 @@ std::vector<LayerOp> layer_ops_unquantized(const ModelSpec& m, std::int64_t laye
                                                       static_cast<double>(a.out_head_dim()), c.causal_discount && !c.unfused_attention);
   double io = T * heads * static_cast<double>(2 * a.qk_head_dim() + 2 * a.out_head_dim()) * e;  // q, k, v, out
   ops.push_back({"core attention", OpClass::attention, {f.forward, f.backward, 0}, {io, 2 * io, 0}});
-  if (!c.unfused_attention) ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
+  if (!c.unfused_attention) {
+    ops.back().backward_recompute_flops = f.backward_recompute;  // the flash backward's QKᵀ again
+    ops.back().attention_dropout = m.dropout;
+  }
   if (c.cp > 1 && c.cp_comm == CpComm::all_to_all) {
     add_cp_exchange(ops, a, T, heads, tp, c);
   } else {

@@ -68,6 +68,9 @@ struct LayerOp {
   // A fused attention kernel's keys per query as one call sees them (its efficiency depends on it,
   // GpuSpec::attention_half_sequence); 0: the asymptote.
   double attention_keys = 0;
+  // The fused attention kernel drops out the attention probabilities itself (the model's dropout):
+  // priced at GpuSpec::attention_dropout_scale_of.
+  bool attention_dropout = false;
   // Context parallelism of DeepSeek-V4's compressed attention (models/costs/compressed_attention.hpp):
   // instead of passing KV around a ring, each rank sends the next one its last raw entries
   // (`cp_boundary_bytes`) and all-gather the compressed ones (`cp_gather_bytes`, the gathered total).

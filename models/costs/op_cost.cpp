@@ -57,7 +57,8 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   } else if (!fused_attention)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
-    efficiency = gpu.attention_efficiency_of(attention_kernel_name(training.attention_kernel), pass != 0, op.attention_keys);
+    efficiency = gpu.attention_efficiency_of(attention_kernel_name(training.attention_kernel), pass != 0, op.attention_keys) *
+                 (op.attention_dropout ? gpu.attention_dropout_scale_of(pass != 0) : 1.0);
   double compute = op.executed_flops(pass) / (peak * efficiency);
   return {std::max(compute, memory) + overhead, compute >= memory};
 }

@@ -255,6 +255,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     read_gemm_models(r, g);
     g.attention_efficiency = r.number("attention_efficiency", Need::optional, 0.01, 1.0);
     g.attention_backward_efficiency = r.number("attention_backward_efficiency", Need::optional, 0.01, 1.0);
+    g.attention_dropout_scale = r.number("attention_dropout_scale", Need::optional, 0.05, 1.0);
+    g.attention_dropout_backward_scale = r.number("attention_dropout_backward_scale", Need::optional, 0.05, 1.0);
     auto half_sequence = r.number("attention_half_sequence", Need::optional, 0.0, 1e7);
     g.attention_half_sequence = half_sequence.value_or(0.0);
     auto reference_sequence = r.number("attention_reference_sequence", Need::optional, 1.0, 1e9);
@@ -316,6 +318,8 @@ std::optional<GpuSpec> read_gpu(const Json& value, const std::string& pointer, c
     if (!g.gemm_model.empty()) figures.emplace_back("gemm_model");
     if (g.attention_efficiency) figures.emplace_back("attention_efficiency");
     if (g.attention_backward_efficiency) figures.emplace_back("attention_backward_efficiency");
+    if (g.attention_dropout_scale) figures.emplace_back("attention_dropout_scale");
+    if (g.attention_dropout_backward_scale) figures.emplace_back("attention_dropout_backward_scale");
     if (half_sequence) figures.emplace_back("attention_half_sequence");
     figures.insert(figures.end(), kernel_figures.begin(), kernel_figures.end());
     if (reference_sequence) figures.emplace_back("attention_reference_sequence");

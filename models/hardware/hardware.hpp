@@ -144,6 +144,14 @@ struct GpuSpec {
   std::optional<double> attention_efficiency;
   // The same for its backward pass; absent: attention_efficiency.
   std::optional<double> attention_backward_efficiency;
+  // What a fused attention kernel keeps of its rate when it drops out the attention probabilities
+  // itself (a Philox draw per score, in the forward and again in the backward), forward and backward;
+  // absent: dropout priced at no cost.
+  std::optional<double> attention_dropout_scale, attention_dropout_backward_scale;
+  double attention_dropout_scale_of(bool backward) const {
+    return backward ? attention_dropout_backward_scale.value_or(attention_dropout_scale.value_or(1.0))
+                    : attention_dropout_scale.value_or(1.0);
+  }
   // How a fused attention kernel's efficiency falls in shorter sequences: the efficiencies above hold at
   // `attention_reference_sequence` keys per query (the longest a source measured) and beyond; below it a
   // kernel over `keys` keys reaches (keys / (keys + half)) / (reference / (reference + half)) of them,
