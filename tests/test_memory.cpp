@@ -170,6 +170,15 @@ TEST_CASE("torchtitan's per-op selective checkpointing: what a Llama block keeps
   ActivationSettings cudnn = compiled;
   cudnn.recompute.core_attention = true;
   CHECK(layer_bytes_per_token(m, 0, cudnn) == doctest::Approx(2 * (h + h + kv + f)));
+  // Checked against a measurement it was not set from: torchtitan PR #1196 (2025-05-14) switched the 8B on a
+  // B200 from SDPA's flash backend (saved) to cuDNN's (recomputed) and its logged peak fell 46.39 → 44.59
+  // GiB, 1.80 GiB (its batch is not given; one sequence of 8192 tokens, as torchao's table ran, fits).
+  const std::string torchao = "scenarios/published/torchao-b200-750w-8b-fsdp8-bf16.json";
+  auto peak = [](const MemoryPlan& plan) { return plan.ranks[plan.peak_rank].total_bytes(); };
+  const double saved = peak(plan_memory(
+      load_scenario(data_dir() / torchao, {"training.attention_kernel=flash2", "parallel.recompute=alternate_matmuls"})));
+  const double rebuilt = peak(plan_memory(load_scenario(data_dir() / torchao)));
+  CHECK((saved - rebuilt) / std::pow(2.0, 30) == doctest::Approx(1.80).epsilon(0.15));
   ActivationSettings megatron;
   megatron.seq_local = 8192;
   megatron.recompute.core_attention = true;
