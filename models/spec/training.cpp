@@ -183,6 +183,8 @@ TrainingSpec read_training(ObjectReader& r) {
       t.optimizer.master = dtype_bytes(o, "master_weights", 4.0, true);
       t.optimizer.moments = 2.0 * dtype_bytes(o, "moments", 4.0, false);
       t.optimizer.params_are_master = o.boolean("params_are_master", Need::optional).value_or(t.optimizer.params_are_master);
+      if (t.optimizer.params_are_master && t.optimizer.master == 0)
+        o.error("params_are_master", "parameters that are the master weights need \"master_weights\": \"fp32\" (or \"bf16\"), not \"none\"");
       if (const Json* passes = o.child("step_passes", Need::optional)) {
         ObjectReader sp(*passes, o.pointer("step_passes"), o.source());
         if (sp.is_object()) {
