@@ -24,7 +24,7 @@ TEST_CASE("published suite: every case reads and names its framework, source and
     ++groups[c.group];
     ++cases;
   }
-  CHECK(cases >= 194);
+  CHECK(cases >= 197);
   CHECK(groups.size() >= 12);
 }
 
@@ -145,7 +145,9 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // 14.0% → 8.1% / 9.2%. torchtitan PR #1196's two B200 rows (eager, FA2 then cuDNN, 8B FSDP8 at Meta's 750 W),
   // added unseen: -12.8% and -1.2% in tokens/s, +12.6% in memory (both). torchao's float8 H100 table (2025-03:
   // 8B FSDP8 at batch 1, compiled, bf16 / tensorwise / rowwise; framework torchtitan-2025-03), added unseen:
-  // +14.4%, +3.5%, +11.3% in tokens/s, +5.4%, +3.9%, +3.9% in memory.
+  // +14.4%, +3.5%, +11.3% in tokens/s, +5.4%, +3.9%, +3.9% in memory. The GPT 6.9B series on 1, 2 and 4 GPUs
+  // of one MGHPCC node (the 8- and 16-GPU rows' own series), added unseen: -6.0%, -7.1%, -7.4% (measured 1 → 8
+  // GPUs +4.6%, plumb +3.0%).
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
@@ -153,7 +155,7 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
                           {"torchtitan-h100-2024-12", true, 0.057, 0.155},
                           {"torchtitan-h200-2025-06", false, 0.05, 0.06},
                           {"torchtitan-h200-2025-06", true, 0.02, 0.03},
-                          {"megatron-b200-2026", false, 0.085, 0.095},
+                          {"megatron-b200-2026", false, 0.08, 0.095},
                           {"megatron-b200-2026", true, 0.015, 0.015},
                           {"torchao-b200-750w-2025-08", false, 0.82, 1.05},
                           {"torchtitan-b200-2025-05", false, 0.071, 0.13},
