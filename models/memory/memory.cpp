@@ -22,15 +22,14 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
   double n = static_cast<double>(shards);
   ModelStateBytes b;
   const bool gathered = zero >= 3 && !resharded;
-  b.params = params * weight_bytes / (zero >= 3 && resharded ? n : 1.0);
+  // Under ZeRO-3 with the shard as the master (OptimizerBytes::params_are_master) the master is counted once,
+  // as the parameters, and kept gathered the 16-bit copy stays beside it.
+  const bool shard_is_master = zero >= 3 && optimizer.params_are_master;
+  b.params = shard_is_master ? params * optimizer.master / n + (gathered ? params * weight_bytes : 0.0)
+                             : params * weight_bytes / (zero >= 3 && resharded ? n : 1.0);
   b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) +
             (gathered ? params * accumulated_grad_bytes(optimizer.grads, microbatches) : 0.0);
-  b.optimizer = params * optimizer.states() / (zero >= 1 ? n : 1.0);
-  if (zero >= 3 && optimizer.params_are_master) {
-    // The shard is the master: counted once, as parameters; kept gathered, the 16-bit copy stays beside it.
-    b.params = params * optimizer.master / n + (gathered ? params * weight_bytes : 0.0);
-    b.optimizer = params * optimizer.moments / n;
-  }
+  b.optimizer = params * (shard_is_master ? optimizer.moments : optimizer.states()) / (zero >= 1 ? n : 1.0);
   return b;
 }
 
