@@ -244,6 +244,13 @@ TEST_CASE("torchao's float8 recipes cast each linear's input, weight and output 
   CHECK(b[0] == doctest::Approx(in * 6 + w * 5));
   CHECK(b[1] == doctest::Approx(grad * 6 + w * 3));
   CHECK(b[2] == 0);
+  // Gathered in fp8 by ZeRO-3 (torchao's enable_fsdp_float8_all_gather), the weight is used as gathered in
+  // the forward and copied transposed for the input gradient (float8_ops.py preprocess_addmm): 1 + 1 bytes.
+  c.fp8_weight_gathers = true;
+  b = cast_of(c);
+  CHECK(b[0] == doctest::Approx(in * 6));
+  CHECK(b[1] == doctest::Approx(grad * 6 + w * 2));
+  c.fp8_weight_gathers = false;
   c.compiled = true;
   CHECK(cast_of(c)[0] == doctest::Approx(in * 4 + w * 5));  // the amax read fused into the op before
   c.fp8_recipe = Fp8Recipe::rowwise;

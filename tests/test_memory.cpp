@@ -301,9 +301,11 @@ TEST_CASE("FSDP's reduce-scatter and all-gather buffers: their streams' pools be
   // The first stage's root unit, its TP share of the 128,256 × h embedding, is smaller than a block: its
   // all-gather buffer takes a segment of its own, too small for the blocks' later, and its reduce-scatter
   // input fits in the blocks' freed one.
+  // Gathered in bf16 (as run, the linears' weights are gathered in fp8: below).
   const double h = 16384, block = (2 * h * h + 2 * h * 1024 + 3 * h * 53248) / 8 + 2 * h;
   const double root = 128256.0 * h / 8;
-  const Job kept = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b");
+  const std::string bf16 = "parallel.fp8_weight_gathers=false";
+  const Job kept = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {bf16});
   const RankMemory r = plan_memory(kept).ranks.front();
   CHECK(r.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4) + root * 2));
   // A middle stage has no root unit.
@@ -311,12 +313,18 @@ TEST_CASE("FSDP's reduce-scatter and all-gather buffers: their streams' pools be
   CHECK(r.grad_reduce_bytes == 0.0);
   CHECK(r.transient_bytes() == doctest::Approx(r.recompute_working_bytes));  // no head here
   // Resharded after each backward, the block's whole bf16 gradients wait on the compute stream for their copy.
-  const Job resharded = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.reshard_after_forward=true"});
+  const Job resharded = scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {bf16, "parallel.reshard_after_forward=true"});
   const RankMemory rr = plan_memory(resharded).ranks.front();
   CHECK(rr.grad_reduce_bytes == doctest::Approx(block * 2));
   CHECK(rr.zero3_stream_pool_bytes == doctest::Approx(block * (2 * 2 + 4) + root * 2));
+  // As run (torchtitan 9dec370's 405B config: enable_fsdp_float8_all_gather): the block's linears gathered
+  // in one byte, its norms in two, so the block's flat buffer is block + 2h bytes; now smaller than the
+  // root's bf16 one, it reuses that segment after the first block instead of taking a second.
+  const double block_fp8 = block + 2 * h;
+  const RankMemory f = plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b")).ranks.front();
+  CHECK(f.zero3_stream_pool_bytes == doctest::Approx(root * 2 + block_fp8 + block * 4));
   // ZeRO-1 and -2 reduce in place in their gradient buffers and gather nothing per block.
-  const RankMemory z1 = plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {"parallel.zero=1"})).ranks.front();
+  const RankMemory z1 = plan_memory(scenario("published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b", {bf16, "parallel.zero=1"})).ranks.front();
   CHECK(z1.grad_reduce_bytes == 0.0);
   CHECK(z1.zero3_stream_pool_bytes == 0.0);
 }
@@ -364,4 +372,30 @@ TEST_CASE("PyTorch pipelining keeps the last stage's outputs, every micro-batch'
   CHECK(plan.ranks.back().total_bytes() - plan_memory(megatron).ranks.back().total_bytes() == doctest::Approx(7 * logits));
   // Without a pipeline there is no schedule to keep them.
   CHECK(plan_memory(scenario("published/torchtitan-h100-8b-fsdp8-sac")).ranks.front().pipeline_outputs_bytes == 0.0);
+}
+
+TEST_CASE("torchao's fp8 weight gathers: one byte a linear's weight gathered, prefetched and kept") {
+  // Llama 3 8B on FSDP8, torchao's tensorwise float8 with enable_fsdp_float8_all_gather (pytorch/ao
+  // 8c81863ba's float8 benchmark script): a block holds 4096·(4096 + 2·1024 + 4096) + 3·4096·14336 linear
+  // weights and two 4096 norms. ZeRO-3 holds the block being used and the next one prefetched as gathered:
+  // 2 × (one byte a linear weight + two a norm weight); gathered in bf16, 2 × 2 bytes a weight. torchao's
+  // recipes keep no fp8 copy of a weight beyond the GEMM that casts it (the 16-bit operand is what its
+  // autograd function saves), so bf16 gathers hold two bytes a weight, not the three of recipes that keep one.
+  const double h = 4096, linears = h * (2 * h + 2 * 1024) + 3 * h * 14336, block = linears + 2 * h;
+  const std::string file = "published/torchao-h100-8b-fsdp8-float8-tensorwise";
+  const Job job = scenario(file);
+  REQUIRE(job.layout.fp8_weight_gathers);
+  CHECK(plan_memory(job).ranks.front().zero3_prefetch_bytes == doctest::Approx(2 * (linears + 2 * (block - linears))));
+  CHECK(plan_memory(scenario(file, {"parallel.fp8_weight_gathers=false"})).ranks.front().zero3_prefetch_bytes ==
+        doctest::Approx(2 * 2 * block));
+  CHECK(held_weight_bytes(job.training) == 2.0);
+  Job blockwise = job;
+  blockwise.training.fp8_recipe = Fp8Recipe::blockwise;
+  CHECK(held_weight_bytes(blockwise.training) == 3.0);
+  // Kept gathered (reshard_after_forward=False), the whole copy is one byte a gathered-fp8 weight beside
+  // the fp32 shard: Ψ = 7.5B over 64, a third of them fp8-gathered.
+  const double psi = 7.5e9;
+  const OptimizerBytes fsdp2{.grads = 4, .params_are_master = true};
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fsdp2, false, 1, psi / 3).params == doctest::Approx(4 * psi / 64 + 2 * psi - psi / 3));
+  CHECK(model_state_bytes(psi, 3, 64, 2.0, fsdp2, true, 1, psi / 3).params == doctest::Approx(4 * psi / 64));  // resharded: the shard
 }

@@ -148,21 +148,27 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // +14.4%, +3.5%, +11.3% in tokens/s, +5.4%, +3.9%, +3.9% in memory. The GPT 6.9B series on 1, 2 and 4 GPUs
   // of one MGHPCC node (the 8- and 16-GPU rows' own series), added unseen: -6.0%, -7.1%, -7.4% (measured 1 → 8
   // GPUs +4.6%, plumb +3.0%).
+  // Session 38: torchao's fp8 weight gathers under FSDP2 (parallel.fp8_weight_gathers, the ten rows whose
+  // configs enable them) and torchao's recipes holding no fp8 weight copy (two bytes a gathered weight, not
+  // three): torchao H100 tensorwise +3.5% → +7.2% in tokens/s, +3.9% → +1.8% in memory; torchao B200 memory
+  // 12.3% → 10.8%; H200 4.7% / 5.4% → 6.3% / 7.0% in time. The 405B rows kept gathered under PP had matched
+  // for a wrong reason (their stage's weights counted at three bytes each, one as run): memory 5.6% / 15.4%
+  // → 10.0% / 28.2%, what they hold beyond plumb's terms not found yet (docs/fidelity.md).
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
                           {"simumax-b200", false, 0.27, 0.36},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.12, 0.25},
-                          {"torchtitan-h100-2024-12", true, 0.057, 0.155},
-                          {"torchtitan-h200-2025-06", false, 0.05, 0.06},
-                          {"torchtitan-h200-2025-06", true, 0.02, 0.03},
+                          {"torchtitan-h100-2024-12", true, 0.101, 0.285},
+                          {"torchtitan-h200-2025-06", false, 0.064, 0.071},
+                          {"torchtitan-h200-2025-06", true, 0.02, 0.029},
                           {"megatron-b200-2026", false, 0.08, 0.095},
                           {"megatron-b200-2026", true, 0.015, 0.015},
-                          {"torchao-b200-750w-2025-08", false, 0.82, 1.05},
+                          {"torchao-b200-750w-2025-08", false, 0.827, 1.05},
                           {"torchtitan-b200-2025-05", false, 0.071, 0.13},
-                          {"torchao-h100-2025-03", false, 0.098, 0.145},
-                          {"torchao-h100-2025-03", true, 0.045, 0.055},
+                          {"torchao-h100-2025-03", false, 0.11, 0.145},
+                          {"torchao-h100-2025-03", true, 0.035, 0.055},
                           {"torchtitan-b200-2025-05", true, 0.127, 0.127},
-                          {"torchao-b200-750w-2025-08", true, 0.125, 0.135},
+                          {"torchao-b200-750w-2025-08", true, 0.109, 0.116},
                           {"zero-bubble-a100-2024", false, 0.071, 0.21},
                           {"zero-bubble-a100-2024", true, 0.051, 0.092}};
   for (const Bound& b : bounds) {

@@ -55,6 +55,23 @@ TEST_CASE("ZeRO-3 that keeps its weights gathered moves ZeRO-1's traffic: one ga
   CHECK(resharded.backward.background > resharded.forward.background);  // its gather and its reduce-scatter
 }
 
+TEST_CASE("fp8 weight gathers move a linear's weight in one byte, cast on its shard beside the gather") {
+  // torchtitan's 405B as run (enable_fsdp_float8_all_gather): the stage's one gather a step moves its
+  // linears' weights in fp8 and its norms in bf16, a little over half the bf16 gather's bytes; the casts
+  // before it (5 bytes a shard weight) and the step's amax pass (4) are HBM work over an eighth of them.
+  const std::string file = "published/torchtitan-h100-405b-fsdp8-tp8-pp8-1f1b.json";
+  const Job fp8 = scenario(file);
+  REQUIRE(fp8.layout.fp8_weight_gathers);
+  const Job bf16 = scenario(file, {"parallel.fp8_weight_gathers=false"});
+  const StageCost on = stage_costs(fp8), off = stage_costs(bf16);
+  CHECK(on.param_gather < 0.56 * off.param_gather);
+  CHECK(on.param_gather > 0.5 * off.param_gather);
+  CHECK(on.optimizer > off.optimizer);
+  // A bf16 or rowwise run, or one without ZeRO-3, cannot gather its weights in fp8: the scenario says so.
+  CHECK_THROWS_WITH_AS(scenario(file, {"parallel.zero=1"}), doctest::Contains("/parallel/fp8_weight_gathers"), InputError);
+  CHECK_THROWS_WITH_AS(scenario(file, {"training.fp8_recipe=\"rowwise\""}), doctest::Contains("tensorwise"), InputError);
+}
+
 TEST_CASE("FSDP2 kept gathered accumulates each backward's gradients whole, in fp32, on the compute stream") {
   // Per step, in bytes per parameter: one micro-batch copies its bf16 gradients into the fp32 reduce-scatter
   // input (2 + 4); with m of them the first is upcast (2 + 4), each later one added in (4 + 2 + 4), and the

@@ -18,15 +18,20 @@ double unsharded_accumulation_bytes(double reduce_bytes, std::int64_t microbatch
 
 void add_data_parallel_terms(StageCost& s, const StageParams& held, const ParallelLayout& p,
                              const DataParallelGroups& groups, const DataParallelRates& rates, const MuonStageCost* muon) {
-  const double weights = 2.0;  // parameters are gathered in bf16
   const double grads = rates.grads, stream_rate = rates.stream_rate;
+  // The weights are gathered in bf16, those gathered in fp8 in one byte. Before each gather the fp8 ones
+  // are cast on their shard, from the fp32 master to fp8 with the step's precomputed scale (torchao
+  // WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather, on FSDP2's all-gather copy-in stream, so beside
+  // the gather): 4 bytes read and 1 written a shard weight.
+  const double shard_casts = held.fp8_gathered / static_cast<double>(p.dense_dp_shards()) * 5.0 / stream_rate;
+  const double gather_seconds = groups.weight_gather_seconds(held) + shard_casts;
   if (p.zero >= 3 && !p.reshard_after_forward) {
     // FSDP2 with reshard_after_forward=False (torchtitan under pipeline parallelism): the weights are
     // gathered once and kept, the gradients accumulated unsharded and reduce-scattered after the last
     // micro-batch — ZeRO-1's traffic — and every backward passes over the accumulation on the compute
     // stream (unsharded_accumulation_bytes).
     s.grad_sync = groups.seconds(CollectiveOp::reduce_scatter, held, grads);
-    s.param_gather = groups.seconds(CollectiveOp::all_gather, held, weights);
+    s.param_gather = gather_seconds;
     const double accumulate = (held.dense + held.expert) * unsharded_accumulation_bytes(grads, rates.microbatches) / stream_rate;
     s.backward.add_compute(accumulate);
     s.weight_grad.add_compute(accumulate);
@@ -53,14 +58,14 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
     }
     if (p.zero >= 3) {
       // ZeRO-3 also gathers the stage's weights for every pass that uses them (W does not).
-      const double gather = groups.seconds(CollectiveOp::all_gather, held, weights);
+      const double gather = gather_seconds;
       s.forward.background += gather;
       s.input_grad.background += gather;
       s.backward.background += gather;
       // Each gathered block is unpacked on the compute stream (PyTorch FSDP2 foreach_all_gather_copy_out:
       // split_with_sizes_copy from the flat all-gather output into the unsharded parameters): the
       // gathered weights read and written once per gather.
-      const double copy_out = (held.dense + held.expert) * weights * 2.0 / stream_rate;
+      const double copy_out = (gathered_bytes(held.dense, held.fp8_gathered) + gathered_bytes(held.expert, 0.0)) * 2.0 / stream_rate;
       for (Pass* pass : {&s.forward, &s.input_grad, &s.backward}) pass->add_compute(copy_out);
     } else {
       if (p.zero <= 1) {  // the accumulated gradients, once per step
@@ -70,7 +75,7 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
           s.grad_sync = groups.dense_seconds(reduce, held.dense * grads) +
                         groups.expert_seconds(CollectiveOp::all_to_all, held.expert * 2.0);
       }
-      if (p.zero >= 1) s.param_gather = groups.seconds(CollectiveOp::all_gather, held, weights);
+      if (p.zero >= 1) s.param_gather = gather_seconds;
     }
   }
   // This rank's share of `dense` and `expert` parameters updated elementwise (sharded from ZeRO-1 on).
@@ -82,8 +87,12 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
   // over more than one rank, and over its shard.
   const OptimizerStepPasses& x = rates.step_passes;
   const double reduced = (p.dense_dp_shards() > 1 ? held.dense : 0.0) + (p.edp() > 1 ? held.expert : 0.0);
+  // Under fp8 weight gathers, after the update: the amax of every fp8 weight's fp32 shard, read once
+  // (torchao precompute_float8_dynamic_scale_for_fsdp: one _foreach_norm, then one all-reduce of the
+  // stacked amaxes, too small to price).
+  const double amax = held.fp8_gathered / static_cast<double>(p.dense_dp_shards()) * 4.0;
   const double passes = ((held.dense + held.expert) * x.grad_buffer + reduced * x.grad_prescale +
-                         elementwise_share(held.dense, held.expert) * x.shard) / stream_rate;
+                         elementwise_share(held.dense, held.expert) * x.shard + amax) / stream_rate;
   if (!muon) {
     s.optimizer = elementwise_share(held.dense, held.expert) * rates.update_bytes / stream_rate + passes;
     return;

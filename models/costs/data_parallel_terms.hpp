@@ -23,6 +23,11 @@ struct DataParallelGroups {
   double seconds(CollectiveOp op, const StageParams& held, double bytes_per_param) const {
     return dense_seconds(op, held.dense * bytes_per_param) + expert_seconds(op, held.expert * bytes_per_param);
   }
+  // The weights' all-gather: 16-bit, the weights gathered in fp8 one byte (gathered_bytes).
+  double weight_gather_seconds(const StageParams& held) const {
+    return dense_seconds(CollectiveOp::all_gather, gathered_bytes(held.dense, held.fp8_gathered)) +
+           expert_seconds(CollectiveOp::all_gather, gathered_bytes(held.expert, 0.0));
+  }
 };
 
 struct DataParallelRates {

@@ -29,7 +29,14 @@ namespace {
 // (`in` elements) for itself unless `casts` is 1, and each rescales its own input gradient.
 std::array<double, 3> torchao_cast_bytes(const LayerOp& op, double in, double grad, double linears, double casts, const OpContext& c) {
   const double weights = op.in * op.out * op.groups, fused = c.compiled ? 2.0 : 0.0;
-  if (c.fp8_recipe == Fp8Recipe::tensorwise) return {in * casts * (6 - fused) + weights * 5, grad * (6 - fused) + weights * 3, 0};
+  if (c.fp8_recipe == Fp8Recipe::tensorwise) {
+    // The weight: its amax read, then cast once for the forward and once, transposed, for the input
+    // gradient (torchao's roofline: 2 + 3 and 3 bytes a weight). Gathered in fp8 by ZeRO-3, it is used as
+    // gathered in the forward, and torchao's mm copies it transposed for the input gradient's cuBLAS call
+    // (float8_ops.py preprocess_addmm: b_data.t().contiguous().t() of a row-major operand): 1 read, 1 written.
+    const bool gathered = c.fp8_weight_gathers && !expert_op(op);
+    return {in * casts * (6 - fused) + (gathered ? 0.0 : weights * 5), grad * (6 - fused) + weights * (gathered ? 2 : 3), 0};
+  }
   return {in * casts * (8 - fused) + weights * 3, grad * (8 - fused) + weights * 7 + linears * op.rows * op.in * 4, weights * 4};
 }
 

@@ -143,6 +143,9 @@ struct OpContext {
   // Float8Linear casts it for itself.
   bool separate_projections = false;
   bool one_input_cast = false;
+  // The fp8 GEMMs' weights arrive in fp8 from ZeRO-3's gathers (ParallelLayout::fp8_weight_gathers): no
+  // per-GEMM weight cast; the input gradient's GEMM takes the weight transposed, a copy of its fp8 bytes.
+  bool fp8_weight_gathers = false;
   // Ring attention's merges between its steps (ParallelLayout::cp_merge), priced when cp > 1.
   ParallelLayout::CpMerge cp_merge;
   CpComm cp_comm = CpComm::ring;

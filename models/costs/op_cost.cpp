@@ -97,6 +97,7 @@ OpContext op_context(const ParallelLayout& layout, const TrainingSpec& training,
   c.compiled = training.compiled;
   c.separate_projections = training.separate_projections;
   c.one_input_cast = layout.fp8_all_gathers && layout.tp > 1;
+  c.fp8_weight_gathers = layout.fp8_weight_gathers;
   c.cp_merge = layout.cp_merge;
   c.cp_comm = layout.cp_comm;
   // A separate add reads the GEMM's 16-bit weight gradient and reads and writes the accumulator.

@@ -18,19 +18,24 @@ double accumulated_grad_bytes(double reduce_bytes, std::int64_t microbatches) {
 }
 
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
-                                  const OptimizerBytes& optimizer, bool resharded, std::int64_t microbatches) {
+                                  const OptimizerBytes& optimizer, bool resharded, std::int64_t microbatches, double fp8_gathered) {
   double n = static_cast<double>(shards);
   ModelStateBytes b;
   const bool gathered = zero >= 3 && !resharded;
   // Under ZeRO-3 with the shard as the master (OptimizerBytes::params_are_master) the master is counted once,
   // as the parameters, and kept gathered the 16-bit copy stays beside it.
   const bool shard_is_master = zero >= 3 && optimizer.params_are_master;
-  b.params = shard_is_master ? params * optimizer.master / n + (gathered ? params * weight_bytes : 0.0)
-                             : params * weight_bytes / (zero >= 3 && resharded ? n : 1.0);
+  const double whole = params * weight_bytes - fp8_gathered * (weight_bytes - 1.0);
+  b.params = shard_is_master ? params * optimizer.master / n + (gathered ? whole : 0.0)
+                             : (gathered ? whole : params * weight_bytes / (zero >= 3 ? n : 1.0));
   b.grads = params * optimizer.grads / (zero >= 2 ? n : 1.0) +
             (gathered ? params * accumulated_grad_bytes(optimizer.grads, microbatches) : 0.0);
   b.optimizer = params * (shard_is_master ? optimizer.moments : optimizer.states()) / (zero >= 1 ? n : 1.0);
   return b;
+}
+
+double held_weight_bytes(const TrainingSpec& t) {
+  return t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::blockwise ? weight_bytes(t.precision) : 2.0;
 }
 
 namespace {
@@ -40,6 +45,7 @@ namespace {
 struct LayerShare {
   double dense_params = 0;   // after TP sharding
   double expert_params = 0;  // after EP/ETP sharding
+  double fp8_gathered = 0;   // of dense_params: the linears' weights ZeRO-3 gathers in fp8 (ParallelLayout::fp8_weight_gathers)
   double bytes_per_token = 0;
   double recomputed_bytes_per_token = 0;  // what recomputation drops and the layer's backward rebuilds
   double weight_stash_bytes_per_token = 0;  // what its W reads, from its input-gradient backward on
@@ -61,6 +67,9 @@ LayerShare layer_share(const Job& job, std::int64_t layer, const ActivationSetti
   share.dense_params = (lp.attention_sharded + lp.mlp_sharded) / static_cast<double>(p.tp) + lp.attention_replicated +
                        lp.mlp_replicated + lp.norms + lp.router + lp.mixing;
   share.expert_params = lp.expert / static_cast<double>(p.etp) * static_cast<double>(lp.routed_experts / p.ep);
+  // torchao converts the attention's and the MLP's linears; norms, router and mixing weights stay as they are.
+  if (p.fp8_weight_gathers)
+    share.fp8_gathered = (lp.attention_sharded + lp.mlp_sharded) / static_cast<double>(p.tp) + lp.attention_replicated + lp.mlp_replicated;
   share.bytes_per_token = layer_bytes_per_token(job.model, layer, settings);
   ActivationSettings kept = settings;
   kept.recompute = Recompute{};
@@ -143,6 +152,8 @@ struct HeldParams {
   double dense = 0;
   double expert = 0;
   double largest_layer = 0;  // what ZeRO-3 gathers at once, after TP/EP sharding
+  double largest_gathered_bytes = 0;  // the bytes of it that gather moves and holds (gathered_bytes)
+  double fp8_gathered = 0;  // of `dense`: the weights gathered in fp8
   double largest_recomputed = 0;  // bytes per token the costliest held layer's backward rebuilds
   double outside_blocks = 0;      // of `dense`: the embedding, final norm and head, outside the blocks
   double embedding = 0, head = 0;  // of `outside_blocks`: the embedding's, and the final norm's with the head's
@@ -157,7 +168,10 @@ HeldParams params_of_stage(const Job& job, const ModelShare& share, const StageP
   auto add_layer = [&](const LayerShare& layer) {
     held.dense += layer.dense_params;
     held.expert += layer.expert_params;
+    held.fp8_gathered += layer.fp8_gathered;
     held.largest_layer = std::max(held.largest_layer, layer.dense_params + layer.expert_params);
+    held.largest_gathered_bytes =
+        std::max(held.largest_gathered_bytes, gathered_bytes(layer.dense_params + layer.expert_params, layer.fp8_gathered));
     held.largest_recomputed = std::max(held.largest_recomputed, layer.recomputed_bytes_per_token);
   };
   for (std::int64_t l = s.first_layer; l < s.first_layer + s.layers; ++l) add_layer(share.layer(m, l));
@@ -180,7 +194,7 @@ std::vector<StageParams> stage_params(const Job& job) {
   std::vector<StageParams> out;
   for (const StagePlan& s : stage_plans(job.layout, job.model.mtp_depth)) {
     HeldParams held = params_of_stage(job, share, s, s.embedding);
-    out.push_back({held.dense, held.expert});
+    out.push_back({held.dense, held.expert, held.fp8_gathered});
   }
   return out;
 }
@@ -261,10 +275,13 @@ double attention_scores_bytes(const Job& job, const MemoryPlan& plan, const Rank
 // last, takes the embedding's again. The reduce-scatter stream holds one input at a time (foreach_reduce),
 // and the root's (the head's, reduced first, and the embedding's, last), reuses the blocks' freed segment
 // only where it fits there.
-double fsdp_stream_pool_bytes(double block, double root, double grad_bytes) {
-  const double gathered = root >= block ? root + block : root + 2.0 * block;
+// `block_gathered` is a block's flat all-gather buffer in bytes (gathered_bytes: 16-bit, or fp8 for the
+// weights gathered so); the root's is 16-bit.
+double fsdp_stream_pool_bytes(double block, double block_gathered, double root, double grad_bytes) {
+  const double root_gathered = 2.0 * root;
+  const double gathered = root_gathered >= block_gathered ? root_gathered + block_gathered : root_gathered + 2.0 * block_gathered;
   const double reduced = root > block ? root + block : block;
-  return gathered * 2.0 + reduced * grad_bytes;
+  return gathered + reduced * grad_bytes;
 }
 
 // Under Muon the matrices' states (fp32 master and one momentum) sit whole in knapsack buckets, every
@@ -308,14 +325,16 @@ MemoryPlan plan_memory(const Job& job) {
     rank.stages = stages_of_rank(p.schedule, r, p.pp, p.vp);
     rank.inflight = inflight_per_stage(p.schedule, r, {.ranks = p.pp, .microbatches = plan.microbatches, .vp = p.vp});
     bool holds_first = std::find(rank.stages.begin(), rank.stages.end(), 0) != rank.stages.end();
-    double largest_layer = 0, largest_recomputed = 0, outside_blocks = 0, heads = 0, largest_outer_unit = 0;
+    double fp8_gathered = 0, largest_layer = 0, largest_gathered = 0, largest_recomputed = 0, outside_blocks = 0, heads = 0, largest_outer_unit = 0;
     const bool root_unit = p.fsdp_outer_units == FsdpOuterUnits::root;  // else each its own (split)
     for (std::size_t i = 0; i < rank.stages.size(); ++i) {
       const StagePlan& s = plan.stages[static_cast<std::size_t>(rank.stages[i])];
       HeldParams held = params_of_stage(job, share, s, holds_first);
       rank.dense_params += held.dense;
       rank.expert_params += held.expert;
+      fp8_gathered += held.fp8_gathered;
       largest_layer = std::max(largest_layer, held.largest_layer);
+      largest_gathered = std::max(largest_gathered, held.largest_gathered_bytes);
       largest_recomputed = std::max(largest_recomputed, held.largest_recomputed);
       outside_blocks += held.outside_blocks;
       heads += held.head;
@@ -325,9 +344,9 @@ MemoryPlan plan_memory(const Job& job) {
     }
     rank.weight_stash_bytes = stashes[static_cast<std::size_t>(r)];
     rank.activations_bytes += rank.weight_stash_bytes;
-    double wb = weight_bytes(job.training.precision);
+    double wb = held_weight_bytes(job.training);
     ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer,
-                                              p.reshard_after_forward, plan.microbatches);
+                                              p.reshard_after_forward, plan.microbatches, fp8_gathered);
     ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer,
                                                p.reshard_after_forward, plan.microbatches);
     rank.params_bytes = dense.params + expert.params;
@@ -336,8 +355,10 @@ MemoryPlan plan_memory(const Job& job) {
     if (!muon.empty()) muon_optimizer_bytes(job, muon, rank);
     rank.cuda_context_bytes = job.cluster.gpu.cuda_context;
     rank.workspace_bytes = job.cluster.gpu.cublas_workspace;  // one compute stream
-    // ZeRO-3 gathers each layer's full weights before use and prefetches the next one.
-    if (p.zero >= 3 && p.reshard_after_forward) rank.zero3_prefetch_bytes = 2.0 * largest_layer * wb;
+    // ZeRO-3 gathers each layer's full weights before use and prefetches the next one: in the weight
+    // dtype, or under fp8 weight gathers as gathered (the fp8 linears' weights one byte, the rest 16-bit).
+    if (p.zero >= 3 && p.reshard_after_forward)
+      rank.zero3_prefetch_bytes = 2.0 * (p.fp8_weight_gathers ? largest_gathered : largest_layer * wb);
     // FSDP2's root unit, gathered in bf16 from the forward's start to the backward's end; split, the head's
     // unit, gathered from its forward to its backward (the step's peak, where the backward starts), the
     // embedding's resharded after its forward.
@@ -352,7 +373,7 @@ MemoryPlan plan_memory(const Job& job) {
       // Kept gathered, the whole gradients are model states (model_state_bytes).
       rank.grad_reduce_bytes = p.reshard_after_forward ? largest_layer * 2.0 : 0.0;
       rank.zero3_stream_pool_bytes =
-          fsdp_stream_pool_bytes(largest_layer, p.fsdp_outer_units == FsdpOuterUnits::none ? 0.0 : largest_outer_unit,
+          fsdp_stream_pool_bytes(largest_layer, largest_gathered, p.fsdp_outer_units == FsdpOuterUnits::none ? 0.0 : largest_outer_unit,
                                  job.training.optimizer.grads);
     }
     plan.ranks.push_back(std::move(rank));

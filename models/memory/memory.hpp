@@ -20,10 +20,18 @@ struct ModelStateBytes {
 // `resharded` false (ZeRO-3 keeping the weights gathered through the step, FSDP2's
 // reshard_after_forward=False): the 16-bit weights whole, and the gradients whole
 // (accumulated_grad_bytes each over a step of `microbatches`) beside the shard of `optimizer.grads`
-// they are reduce-scattered into.
+// they are reduce-scattered into. Of `params`, `fp8_gathered` are gathered in fp8 (one byte each whole;
+// ParallelLayout::fp8_weight_gathers).
 ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, double weight_bytes,
                                   const OptimizerBytes& optimizer, bool resharded = true,
-                                  std::int64_t microbatches = 1);
+                                  std::int64_t microbatches = 1, double fp8_gathered = 0);
+
+// The bytes a weight holds gathered, outside any cast kept in fp8 (`weight_bytes` of model_state_bytes):
+// 16-bit, and under fp8 training the fp8 copy beside it, which DeepSeek-V3's and Transformer Engine's
+// recipes keep; torchao's recipes cast a temporary per GEMM and save the 16-bit operand for the backward
+// (torchao float8_linear.py, matmul_with_hp_or_float8_args: ctx.save_for_backward(input_hp, weight_hp_t)),
+// so nothing in fp8 stays.
+double held_weight_bytes(const TrainingSpec& t);
 
 // Bytes per gradient that FSDP2 holds whole between a step's micro-batches when it reduce-scatters only
 // after the last (gradient sync off, as PyTorch's pipelining stages set it for every backward but the
@@ -109,7 +117,12 @@ MemoryPlan plan_memory(const Job& job);
 // sharding, both before ZeRO.
 struct StageParams {
   double dense = 0, expert = 0;
+  double fp8_gathered = 0;  // of `dense`: the linears' weights ZeRO-3 gathers in fp8 (ParallelLayout::fp8_weight_gathers)
 };
+
+// The bytes ZeRO-3 gathers for `params` parameters of which `fp8` are gathered in fp8: one byte each for
+// those, the 16-bit parameter dtype for the rest.
+inline double gathered_bytes(double params, double fp8) { return 2.0 * params - fp8; }
 std::vector<StageParams> stage_params(const Job& job);
 
 // Activation bytes one micro-batch leaves on a rank for stage `s`.

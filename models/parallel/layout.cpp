@@ -107,6 +107,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.sequence_parallel = r.boolean("sequence_parallel", Need::optional).value_or(p.tp > 1);
   p.sequence_parallel_copies = r.boolean("sequence_parallel_copies", Need::optional).value_or(false);
   p.fp8_all_gathers = r.boolean("fp8_all_gathers", Need::optional).value_or(false);
+  p.fp8_weight_gathers = r.boolean("fp8_weight_gathers", Need::optional).value_or(false);
   p.comm_sms = static_cast<std::int32_t>(r.integer("comm_sms", Need::optional, 1, 1024).value_or(20));
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
@@ -207,6 +208,15 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
                                                    precision_name(training.precision)));
   if (p.fp8_all_gathers && !p.sequence_parallel)
     error("/parallel/fp8_all_gathers", "fp8 all-gathers are sequence parallelism's: set \"sequence_parallel\": true or remove it");
+  if (p.fp8_weight_gathers) {
+    if (training.precision != Precision::fp8 || training.fp8_recipe != Fp8Recipe::tensorwise)
+      error("/parallel/fp8_weight_gathers",
+            "fp8 weight gathers are torchao's tensorwise float8 (enable_fsdp_float8_all_gather): set \"training.precision\": "
+            "\"fp8\" with \"fp8_recipe\": \"tensorwise\", or remove it");
+    else if (p.zero < 3)
+      error("/parallel/fp8_weight_gathers", fmt::format("fp8 weight gathers are ZeRO-3's (FSDP's) weight all-gathers; this "
+                                                        "layout has ZeRO-{}: set \"zero\": 3 or remove it", p.zero));
+  }
   // Async TP is a pass of Inductor's over sequence-parallel collectives, through NVLink symmetric memory.
   if (p.tp_overlap == TpOverlap::async) {
     if (p.tp < 2) error("/parallel/tp_overlap", "\"async\" overlaps tensor parallelism's collectives; with tp 1 there are none: remove it");

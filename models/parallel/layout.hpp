@@ -88,6 +88,12 @@ struct ParallelLayout {
   // Float8ColwiseParallel / Float8RowwiseParallel, tensorwise scaling only). The reduce-scatters stay
   // 16-bit. false: every collective moves 16-bit activations.
   bool fp8_all_gathers = false;
+  // Under ZeRO-3 with tensorwise fp8, each fp8 linear's weight is cast to fp8 on its shard and gathered in
+  // fp8 (torchao's enable_fsdp_float8_all_gather with precompute_float8_dynamic_scale_for_fsdp: one amax
+  // pass over the shards and one all-reduce a step set the scales): its gathers move, and its gathered
+  // copy holds, one byte a weight, and the GEMMs take it as it is instead of casting their own. Norms,
+  // embedding, head and routed experts are gathered in 16 bits as before. false: every weight in 16 bits.
+  bool fp8_weight_gathers = false;
   // SMs a communication kernel holds while it runs; compute beside it gets the rest. Default 20, what
   // DeepSeek-V3 gave its all-to-all and PP kernels on a 132-SM H800 (report §3.2.2).
   std::int32_t comm_sms = 20;

@@ -300,6 +300,8 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   }
   // The base's fp8 all-gathers wherever fp8 runs with sequence parallelism.
   l.fp8_all_gathers = l.fp8_all_gathers && l.sequence_parallel && t.precision == Precision::fp8;
+  // And its fp8 weight gathers wherever ZeRO-3 runs tensorwise fp8.
+  l.fp8_weight_gathers = l.fp8_weight_gathers && l.zero >= 3 && t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::tensorwise;
   Diagnostics diagnostics;
   SourceFile src{base.file, {}, &diagnostics, {}};
   finalize_layout(l, job.model, job.cluster, t, src);
