@@ -13,14 +13,6 @@
 namespace plumb::cli {
 namespace {
 
-std::string read_text(const std::string& path) {
-  Diagnostics d;
-  SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};
-  std::optional<std::string> text = read_input_text(path, src);
-  d.throw_if_any();
-  return text.value_or("");
-}
-
 Json read_json(const std::string& path) {
   Diagnostics d;
   SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};

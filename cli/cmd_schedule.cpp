@@ -7,12 +7,21 @@
 
 #include "cli/commands.hpp"
 #include "cli/report/schedule_report.hpp"
+#include "models/input/json_reader.hpp"
 #include "models/schedules/registry.hpp"
 #include "models/schedules/zero_bubble.hpp"
 #include "sim/outputs.hpp"
 #include "validate/run/pipeline_numerics.hpp"
 
 namespace plumb::cli {
+
+std::string read_text(const std::string& path) {
+  Diagnostics d;
+  SourceFile src{path, std::filesystem::path(path).parent_path(), &d, {}};
+  std::optional<std::string> text = read_input_text(path, src);
+  d.throw_if_any();
+  return text.value_or("");
+}
 
 void write_file(const std::string& path, const std::string& text) {
   // Written beside it and renamed over it, so an interrupted run never leaves half a file under the name.

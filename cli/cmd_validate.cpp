@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -27,10 +28,22 @@ int run_validate(const Args& args) {
     }
   }
   if (!problems.empty()) throw InputError(problems);  // every bad case file reported together
+  // A baseline is read before the run, so a bad file is reported at once.
+  std::optional<std::vector<CaseResult>> baseline;
+  const std::string baseline_file = args.flag("--baseline") ? args.value("--baseline") : "";
+  if (!baseline_file.empty()) baseline = read_suite_csv(read_text(baseline_file), baseline_file);
   SuiteResult result = run_suite(cases, progress_bar("plumb validate", "cases"));
   if (args.flag("--csv")) write_file(args.value("--csv"), suite_csv(result));
-  if (args.flag("--json")) std::cout << suite_json(result).dump(2) << "\n";
-  else std::cout << suite_text(result, static_cast<std::size_t>(args.integer("--worst", 5, 0, 1000)));
+  std::optional<BaselineComparison> comparison;
+  if (baseline) comparison = compare_to_baseline(result, *baseline);
+  if (args.flag("--json")) {
+    Json doc = suite_json(result);
+    if (comparison) doc["baseline"] = baseline_json(*comparison, baseline_file);
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    std::cout << suite_text(result, static_cast<std::size_t>(args.integer("--worst", 5, 0, 1000)));
+    if (comparison) std::cout << baseline_text(*comparison, baseline_file);
+  }
   for (const CaseResult& c : result.cases)
     if (!c.failure.empty()) return kInternal;
   return kOk;
@@ -41,7 +54,7 @@ int run_validate(const Args& args) {
 const Command& validate_command() {
   static const Command command{
       {"validate",
-       "plumb validate [CASES...] [--set KEY=VALUE ...] [--json] [--csv FILE] [--worst N]",
+       "plumb validate [CASES...] [--set KEY=VALUE ...] [--json] [--csv FILE] [--baseline FILE] [--worst N]",
        "Runs the published suite: each case is a scenario of a training job a paper or a repository measured\n"
        "(scenarios/published/, one file per measurement, with its source and the assumptions made), simulated\n"
        "as plumb run does. Prints predicted against measured for every metric the source gives (step time,\n"
@@ -51,11 +64,14 @@ const Command& validate_command() {
        "(compute by op class, exposed communication by kind, bubble). CASES are case files, folders of them, or\n"
        "names of bundled cases (default: the whole bundled suite). --set overrides a field in every case, as plumb\n"
        "run's does: `--set cluster.gpu=/abs/b200-mine.json` prices the cases with a calibrated profile (a relative\n"
-       "path resolves against each case's folder). Exit code 70 when a case cannot be simulated.",
+       "path resolves against each case's folder). --baseline compares the run with an earlier --csv file: the\n"
+       "case metrics whose error moved, largest move first, and each publication's MAPE and largest error before\n"
+       "and after. Exit code 70 when a case cannot be simulated.",
        {"[CASES...]"},
        {{"--set", "KEY=VALUE", "override a scenario field in every case (repeatable)", true},
         {"--json", "", "print cases[] (metrics with measured, predicted, error; breakdown) and summaries[] as JSON"},
         {"--csv", "FILE", "write one row per case and metric: case,group,metric,measured,predicted,error"},
+        {"--baseline", "FILE", "an earlier --csv file: print what moved against it (with --json: a \"baseline\" object)"},
         {"--worst", "N", "how many of the worst cases get their step's breakdown (5)"}}},
       run_validate};
   return command;

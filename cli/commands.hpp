@@ -29,5 +29,7 @@ const Command& import_command();
 
 // Writes text to a file; an unwritable path is a UsageError naming it.
 void write_file(const std::string& path, const std::string& text);
+// A file's text; a missing or unreadable one is an InputError naming it.
+std::string read_text(const std::string& path);
 
 }  // namespace plumb::cli

@@ -19,6 +19,7 @@
 #include "sim/limits.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/nccl_tests_log.hpp"
+#include "validate/published/baseline.hpp"
 #include "validate/calibrate/simumax_system.hpp"
 #include "validate/imports/megatron_args.hpp"
 #include "validate/imports/torchtitan_config.hpp"
@@ -132,6 +133,10 @@ void nccl_tests_log(const std::uint8_t* data, std::size_t size) {
   refusing_cleanly([&] { parse_nccl_tests_log(std::string(text_of(data, size)), "nccl.log"); });
 }
 
+void suite_csv(const std::uint8_t* data, std::size_t size) {
+  refusing_cleanly([&] { read_suite_csv(std::string(text_of(data, size)), "baseline.csv"); });
+}
+
 void measurements(const std::uint8_t* data, std::size_t size) {
   refusing_cleanly([&] {
     Diagnostics d;
@@ -189,7 +194,7 @@ const std::vector<TargetInfo>& targets() {
                                             {"fabric_profile", fabric_profile}, {"nccl_tests_log", nccl_tests_log},
                                             {"measurements", measurements}, {"measured_run", measured_run},
                                             {"profiler_trace", profiler_trace}, {"training_log", training_log},
-                                            {"launch_config", launch_config}};
+                                            {"launch_config", launch_config}, {"suite_csv", suite_csv}};
   return list;
 }
 

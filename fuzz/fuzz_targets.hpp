@@ -26,6 +26,8 @@ void hf_config(const std::uint8_t* data, std::size_t size);
 void gpu_profile(const std::uint8_t* data, std::size_t size);
 void fabric_profile(const std::uint8_t* data, std::size_t size);
 void nccl_tests_log(const std::uint8_t* data, std::size_t size);
+// A plumb validate --csv file, as --baseline reads it.
+void suite_csv(const std::uint8_t* data, std::size_t size);
 void measurements(const std::uint8_t* data, std::size_t size);
 void measured_run(const std::uint8_t* data, std::size_t size);
 // A PyTorch profiler trace (plain; gzip goes through the same reader), read and summarised.

@@ -102,4 +102,49 @@ std::string suite_csv(const SuiteResult& r) {
   return out;
 }
 
+namespace {
+
+std::string error_or_dash(const std::optional<double>& e) { return e ? fmt::format("{:+.1f}%", 100 * *e) : std::string("-"); }
+std::string percent_or_dash(const std::optional<ErrorSummary>& s, double ErrorSummary::*field) {
+  return s ? fmt::format("{:.1f}%", 100 * ((*s).*field)) : std::string("-");
+}
+
+}  // namespace
+
+std::string baseline_text(const BaselineComparison& c, const std::string& file) {
+  std::string out = fmt::format("\nagainst the baseline {}: {} metric{} moved\n", file, c.moved.size(), c.moved.size() == 1 ? "" : "s");
+  std::size_t width = 4;
+  for (const MetricChange& m : c.moved) width = std::max(width, m.case_id.size());
+  if (!c.moved.empty())
+    out += fmt::format("{:<{}}  {:<24} {:>8} {:>8} {:>8}\n", "case", width, "metric", "before", "after", "moved");
+  for (const MetricChange& m : c.moved)
+    out += fmt::format("{:<{}}  {:<24} {:>8} {:>8} {:>8}\n", m.case_id, width, metric_name(m.metric), error_or_dash(m.before),
+                       error_or_dash(m.after), m.before && m.after ? fmt::format("{:+.1f}", 100 * (*m.after - *m.before)) : "new/gone");
+  std::size_t group_width = 5;
+  for (const SummaryChange& s : c.summaries) group_width = std::max(group_width, s.group.size());
+  out += fmt::format("\n{:<{}} {:<7} {:>14} {:>16} {:>16}\n", "group", group_width, "metrics", "n before→after", "MAPE before→after",
+                     "max before→after");
+  for (const SummaryChange& s : c.summaries) {
+    const std::string n = fmt::format("{}→{}", s.before ? std::to_string(s.before->count) : "-", s.after ? std::to_string(s.after->count) : "-");
+    out += fmt::format("{:<{}} {:<7} {:>14} {:>16} {:>16}\n", s.group, group_width, s.memory ? "memory" : "time", n,
+                       percent_or_dash(s.before, &ErrorSummary::mape) + "→" + percent_or_dash(s.after, &ErrorSummary::mape),
+                       percent_or_dash(s.before, &ErrorSummary::max) + "→" + percent_or_dash(s.after, &ErrorSummary::max));
+  }
+  return out;
+}
+
+Json baseline_json(const BaselineComparison& c, const std::string& file) {
+  auto value = [](const std::optional<double>& e) { return e ? Json(*e) : Json(nullptr); };
+  auto summary = [](const std::optional<ErrorSummary>& s) {
+    return s ? Json{{"count", s->count}, {"mape", s->mape}, {"median", s->median}, {"max", s->max}, {"worst_case", s->worst_case}} : Json(nullptr);
+  };
+  Json moved = Json::array(), summaries = Json::array();
+  for (const MetricChange& m : c.moved)
+    moved.push_back({{"case", m.case_id}, {"group", m.group}, {"metric", std::string(metric_name(m.metric))}, {"before", value(m.before)},
+                     {"after", value(m.after)}});
+  for (const SummaryChange& s : c.summaries)
+    summaries.push_back({{"group", s.group}, {"metrics", s.memory ? "memory" : "time"}, {"before", summary(s.before)}, {"after", summary(s.after)}});
+  return {{"file", file}, {"moved", moved}, {"summaries", summaries}};
+}
+
 }  // namespace plumb

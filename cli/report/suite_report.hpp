@@ -4,6 +4,7 @@
 #include <string>
 
 #include "models/input/json_reader.hpp"
+#include "validate/published/baseline.hpp"
 #include "validate/published/suite.hpp"
 
 namespace plumb {
@@ -13,5 +14,9 @@ std::string suite_text(const SuiteResult& r, std::size_t worst = 5);
 Json suite_json(const SuiteResult& r);
 // One row per case and metric: case,group,metric,measured,predicted,error.
 std::string suite_csv(const SuiteResult& r);
+// This run against a baseline `--csv` file (`file` as the user named it): the metrics that moved, then each
+// publication's MAPE, largest error and count before and after.
+std::string baseline_text(const BaselineComparison& c, const std::string& file);
+Json baseline_json(const BaselineComparison& c, const std::string& file);
 
 }  // namespace plumb

@@ -32,6 +32,11 @@ const MetricInfo& info(Metric m) { return kMetricTable[static_cast<std::size_t>(
 }  // namespace
 
 std::string_view metric_name(Metric m) { return info(m).name; }
+std::optional<Metric> metric_named(std::string_view name) {
+  for (const MetricInfo& i : kMetricTable)
+    if (i.name == name) return i.metric;
+  return std::nullopt;
+}
 bool is_memory_metric(Metric m) { return info(m).memory; }
 std::string_view memory_kind_name(MemoryKind k) { return k == MemoryKind::allocated ? "allocated" : "reserved"; }
 

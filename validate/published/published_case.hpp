@@ -5,6 +5,7 @@
 // in writing the scenario.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,8 @@ enum class Metric {
 };
 inline constexpr std::size_t kMetrics = 8;
 std::string_view metric_name(Metric m);
+// The metric of that name (as `published.measured` and `plumb validate --csv` write it), if any.
+std::optional<Metric> metric_named(std::string_view name);
 // Time metrics (step time and the rates derived from it) and memory metrics are summarised apart.
 bool is_memory_metric(Metric m);
 

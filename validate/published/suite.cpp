@@ -148,9 +148,15 @@ SuiteResult run_suite(const std::vector<PublishedCase>& cases, const std::functi
   }
   std::stable_sort(out.cases.begin(), out.cases.end(),
                    [](const CaseResult& a, const CaseResult& b) { return a.worst() > b.worst(); });
+  out.summaries = summarize_suite(out.cases);
+  return out;
+}
+
+std::vector<ErrorSummary> summarize_suite(const std::vector<CaseResult>& cases) {
+  std::vector<ErrorSummary> out;
   std::map<std::string, std::vector<const CaseResult*>> by_group;
   std::vector<const CaseResult*> all;
-  for (const CaseResult& c : out.cases) {
+  for (const CaseResult& c : cases) {
     by_group[c.group].push_back(&c);
     all.push_back(&c);
   }
@@ -161,9 +167,9 @@ SuiteResult run_suite(const std::vector<PublishedCase>& cases, const std::functi
       if (s.count > 0) rows.push_back(s);
     }
     std::stable_sort(rows.begin(), rows.end(), [](const ErrorSummary& a, const ErrorSummary& b) { return a.mape > b.mape; });
-    out.summaries.insert(out.summaries.end(), rows.begin(), rows.end());
+    out.insert(out.end(), rows.begin(), rows.end());
     ErrorSummary total = summarize("all", memory, all);
-    if (total.count > 0) out.summaries.push_back(total);
+    if (total.count > 0) out.push_back(total);
   }
   return out;
 }

@@ -57,5 +57,7 @@ struct SuiteResult {
 SuiteResult run_suite(const std::vector<PublishedCase>& cases,
                       const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {});
 CaseResult run_case(const PublishedCase& c);
+// The error summaries of `cases`: per group and kind of metric, then over all, worst MAPE first.
+std::vector<ErrorSummary> summarize_suite(const std::vector<CaseResult>& cases);
 
 }  // namespace plumb
