@@ -72,6 +72,29 @@ TEST_CASE("fp8 weight gathers move a linear's weight in one byte, cast on its sh
   CHECK_THROWS_WITH_AS(scenario(file, {"training.fp8_recipe=\"rowwise\""}), doctest::Contains("tensorwise"), InputError);
 }
 
+TEST_CASE("HSDP: ZeRO-3 shards within groups of dp_shard ranks and sums the shards' gradients over the replicas") {
+  // torchtitan's 8B on 128 H100 (16 nodes) with 8-rank shard groups: each rank holds an eighth of the states,
+  // not a 128th; the weights are gathered inside a node; each backward's reduce-scatter (fp32) is followed by
+  // an all-reduce of the shard's gradients over the 16 replicas, a node apart.
+  const std::string file = "published/torchtitan-h100-8b-fsdp128-sac.json";
+  const Job full = scenario(file), hsdp = scenario(file, {"parallel.dp_shard=8"});
+  REQUIRE(hsdp.layout.dense_dp_shards() == 8);
+  CHECK(hsdp.layout.dp_replicas() == 16);
+  CHECK(plan_memory(hsdp).ranks[0].optimizer_bytes == doctest::Approx(16 * plan_memory(full).ranks[0].optimizer_bytes));
+  const StageParams held = stage_params(hsdp)[0];
+  const CollectiveLinks links = CollectiveLinks::of(hsdp.cluster.gpu, hsdp.cluster.fabric);
+  const double gather = collective_seconds(CollectiveOp::all_gather, 2 * held.dense, GroupPlacement{8, 1}, links);
+  const double scatter = collective_seconds(CollectiveOp::reduce_scatter, 4 * held.dense, GroupPlacement{8, 1}, links);
+  const double replicas = collective_seconds(CollectiveOp::all_reduce, 4 * held.dense / 8, GroupPlacement{16, 16}, links);
+  const StageCost s = stage_costs(hsdp);
+  CHECK(s.forward.background == doctest::Approx(gather));
+  CHECK(s.backward.background == doctest::Approx(gather + scatter + replicas));
+  // dp_shard equal to dp is plain ZeRO-3.
+  CHECK(stage_costs(scenario(file, {"parallel.dp_shard=128"})).backward.background == doctest::Approx(stage_costs(full).backward.background));
+  CHECK_THROWS_WITH_AS(scenario(file, {"parallel.dp_shard=3"}), doctest::Contains("/parallel/dp_shard: dp_shard 3 does not divide dp 128"), InputError);
+  CHECK_THROWS_WITH_AS(scenario(file, {"parallel.zero=0", "parallel.dp_shard=8"}), doctest::Contains("with ZeRO-0 nothing is sharded"), InputError);
+}
+
 TEST_CASE("FSDP2 kept gathered accumulates each backward's gradients whole, in fp32, on the compute stream") {
   // Per step, in bytes per parameter: one micro-batch copies its bf16 gradients into the fp32 reduce-scatter
   // input (2 + 4); with m of them the first is upcast (2 + 4), each later one added in (4 + 2 + 4), and the

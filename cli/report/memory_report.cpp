@@ -109,7 +109,7 @@ std::string memory_report_table(const Job& job, const MemoryPlan& plan) {
   out += fmt::format("  cluster  {} nodes × {} {} = {} GPUs, {} HBM each\n", job.cluster.nodes,
                      job.cluster.fabric.gpus_per_node, job.cluster.gpu.name, job.cluster.gpus(),
                      format_bytes(plan.capacity_bytes));
-  out += fmt::format("  layout   TP{} CP{} PP{} DP{}", p.tp, p.cp, p.pp, p.dp);
+  out += fmt::format("  layout   TP{} CP{} PP{} {}", p.tp, p.cp, p.pp, data_parallel_label(p));
   if (job.model.moe) out += fmt::format(" EP{} ETP{} EDP{}", p.ep, p.etp, p.edp());
   out += fmt::format(" · ZeRO-{} · {} · {} micro-batches of {} × {} tokens · recompute {} · {}\n", p.zero,
                      schedule_name(p.schedule), plan.microbatches, p.micro_batch, job.training.seq_len,

@@ -175,8 +175,8 @@ Json step_report_json(const Job& job, const StepReport& r) {
 std::string step_report_table(const Job& job, const StepReport& r) {
   const ParallelLayout& p = job.layout;
   std::string out = fmt::format(
-      "{}\n{} × {} · TP{}{} PP{} DP{} EP{} CP{}{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
-      job.cluster.gpu.name, p.tp, p.tp_overlap == TpOverlap::async ? " (async)" : "", p.pp, p.dp, p.ep, p.cp,
+      "{}\n{} × {} · TP{}{} PP{} {} EP{} CP{}{} · {} · ZeRO-{} · {} micro-batches of {}\n\n", job.name, p.gpus(),
+      job.cluster.gpu.name, p.tp, p.tp_overlap == TpOverlap::async ? " (async)" : "", p.pp, data_parallel_label(p), p.ep, p.cp,
       p.cp < 2 || p.cp_comm == CpComm::ring ? std::string() : fmt::format(" ({})", cp_comm_name(p.cp_comm)), schedule_name(p.schedule),
       p.zero, job.microbatches(), p.micro_batch);
   out += pricing_text(job) + "\n";

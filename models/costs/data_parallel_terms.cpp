@@ -24,13 +24,16 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
   // WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather, on FSDP2's all-gather copy-in stream, so beside
   // the gather): 4 bytes read and 1 written a shard weight.
   const double shard_casts = held.fp8_gathered / static_cast<double>(p.dense_dp_shards()) * 5.0 / stream_rate;
+  // Under HSDP each reduce-scatter's output, the shard's summed gradients, is then all-reduced over the
+  // replicas (PyTorch FSDP's HYBRID_SHARD and FSDP2 on a 2-D mesh: reduce-scatter, then all-reduce).
+  const double replica_sum = groups.replica_seconds(held.dense * grads / static_cast<double>(p.dense_dp_shards()));
   const double gather_seconds = groups.weight_gather_seconds(held) + shard_casts;
   if (p.zero >= 3 && !p.reshard_after_forward) {
     // FSDP2 with reshard_after_forward=False (torchtitan under pipeline parallelism): the weights are
     // gathered once and kept, the gradients accumulated unsharded and reduce-scattered after the last
     // micro-batch — ZeRO-1's traffic — and every backward passes over the accumulation on the compute
     // stream (unsharded_accumulation_bytes).
-    s.grad_sync = groups.seconds(CollectiveOp::reduce_scatter, held, grads);
+    s.grad_sync = groups.seconds(CollectiveOp::reduce_scatter, held, grads) + replica_sum;
     s.param_gather = gather_seconds;
     const double accumulate = (held.dense + held.expert) * unsharded_accumulation_bytes(grads, rates.microbatches) / stream_rate;
     s.backward.add_compute(accumulate);
@@ -42,7 +45,7 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
       // reduction is required after every backward because of gradient partitioning", DeepSpeed
       // maintainer tjruwase, deepspeedai/DeepSpeed#2252). The pass that makes the weight gradients
       // carries it: the full backward, or a zero-bubble schedule's W half.
-      const double scatter = groups.seconds(CollectiveOp::reduce_scatter, held, grads);
+      const double scatter = groups.seconds(CollectiveOp::reduce_scatter, held, grads) + replica_sum;
       s.backward.background += scatter;
       s.weight_grad.background += scatter;
       if (p.zero >= 3) {
@@ -70,7 +73,7 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
     } else {
       if (p.zero <= 1) {  // the accumulated gradients, once per step
         const CollectiveOp reduce = p.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-        s.grad_sync = groups.seconds(reduce, held, grads);
+        s.grad_sync = groups.seconds(reduce, held, grads) + replica_sum;
         if (muon && muon->bf16_expert_grads)  // DeepSeek-V4 §2.4: BF16 expert gradients by all-to-all, summed locally in FP32
           s.grad_sync = groups.dense_seconds(reduce, held.dense * grads) +
                         groups.expert_seconds(CollectiveOp::all_to_all, held.expert * 2.0);

@@ -17,6 +17,12 @@ namespace plumb {
 struct DataParallelGroups {
   GroupPlacement dense, expert;
   CollectiveLinks links;
+  // HSDP (ParallelLayout::dp_shard): `dense` is one shard group, and the groups that hold the same shard
+  // sum their reduced gradients over `replicas`, one rank from each ({1, 1}: no replicas).
+  GroupPlacement replicas{1, 1};
+  double replica_seconds(double bytes) const {
+    return replicas.gpus > 1 ? collective_seconds(CollectiveOp::all_reduce, bytes, replicas, links) : 0.0;
+  }
   double dense_seconds(CollectiveOp op, double bytes) const { return collective_seconds(op, bytes, dense, links); }
   double expert_seconds(CollectiveOp op, double bytes) const { return collective_seconds(op, bytes, expert, links); }
   // `bytes_per_param` of every parameter the stage holds, dense and expert each over its own group.

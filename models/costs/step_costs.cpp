@@ -290,10 +290,21 @@ class StageCoster {
 
   // Where the data-parallel collectives run: dense parameters over DP times CP, experts over expert DP
   // (DualPipe: each stage's two mirror ranks join its group).
+  // Under HSDP the dense group is a shard group, dp_shard consecutive data-parallel ranks on their share of
+  // the DP group's nodes, and its replicas are one rank of each shard group, a node apart once a shard group
+  // fills a node.
   DataParallelGroups data_parallel_groups() const {
-    GroupPlacement dense = groups_.dp;
-    if (job_.layout.cp > 1) dense = even_group(dense.gpus * job_.layout.cp, dense.nodes * groups_.cp.nodes);
-    return {mirrored(dense), mirrored(groups_.edp), groups_.links};
+    const ParallelLayout& p = job_.layout;
+    GroupPlacement dense = groups_.dp, replicas{1, 1};
+    if (p.dp_replicas() > 1) {
+      const std::int64_t shard = p.dp_shard_size(), nodes = (dense.nodes * shard + p.dp - 1) / p.dp;
+      replicas = even_group(p.dp_replicas(), std::min(p.dp_replicas(), dense.nodes));
+      dense = even_group(shard, std::max<std::int64_t>(1, nodes));
+    }
+    if (p.cp > 1) dense = even_group(dense.gpus * p.cp, dense.nodes * groups_.cp.nodes);
+    DataParallelGroups out{mirrored(dense), mirrored(groups_.edp), groups_.links};
+    out.replicas = replicas;
+    return out;
   }
 
  private:

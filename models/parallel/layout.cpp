@@ -90,6 +90,10 @@ std::vector<std::string> read_order(ObjectReader& r) {
 
 }  // namespace
 
+std::string data_parallel_label(const ParallelLayout& p) {
+  return p.dp_replicas() > 1 ? fmt::format("DP{} (HSDP {}×{})", p.dp, p.dp_shard_size(), p.dp_replicas()) : fmt::format("DP{}", p.dp);
+}
+
 ParallelLayout read_parallel(ObjectReader& r) {
   ParallelLayout p;
   auto size = [&](const char* key) { return r.integer(key, Need::optional, 1, kMaxParallel).value_or(1); };
@@ -101,6 +105,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.etp = size("etp");
   p.vp = size("vp");
   p.zero = static_cast<int>(r.integer("zero", Need::optional, 0, 3).value_or(0));
+  p.dp_shard = r.integer("dp_shard", Need::optional, 1, 1'000'000).value_or(0);
   p.schedule = r.choice<ScheduleKind>("schedule", Need::optional, schedule_names()).value_or(ScheduleKind::one_f_one_b);
   p.micro_batch = r.integer("micro_batch", Need::optional, 1, 1'000'000).value_or(1);
   p.recompute = read_recompute(r);
@@ -208,6 +213,14 @@ void finalize_layout(ParallelLayout& p, const ModelSpec& model, const Cluster& c
                                                    precision_name(training.precision)));
   if (p.fp8_all_gathers && !p.sequence_parallel)
     error("/parallel/fp8_all_gathers", "fp8 all-gathers are sequence parallelism's: set \"sequence_parallel\": true or remove it");
+  if (p.dp_shard > 0) {
+    if (p.dp % p.dp_shard != 0)
+      error("/parallel/dp_shard", fmt::format("dp_shard {} does not divide dp {}: give a divisor of dp (shard groups of that many "
+                                              "data-parallel ranks, replicated dp / dp_shard times)", p.dp_shard, p.dp));
+    else if (p.zero < 1 && p.dp_shard < p.dp)
+      error("/parallel/dp_shard", "dp_shard shards ZeRO's states within groups of data-parallel ranks; with ZeRO-0 nothing is "
+                                  "sharded: set \"zero\" or remove it");
+  }
   if (p.fp8_weight_gathers) {
     if (training.precision != Precision::fp8 || training.fp8_recipe != Fp8Recipe::tensorwise)
       error("/parallel/fp8_weight_gathers",

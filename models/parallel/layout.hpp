@@ -144,9 +144,17 @@ struct ParallelLayout {
 
   std::int64_t gpus() const { return tp * cp * pp * dp; }
   std::int64_t edp() const { return tp * cp * dp / (ep * etp); }  // expert data parallel
-  std::int64_t dense_dp_shards() const { return dp * cp; }        // ZeRO shards dense states over DP×CP
+  // HSDP: ZeRO shards the dense states over `dp_shard` of the DP ranks (times CP) and replicates them over
+  // dp / dp_shard such groups; 0: over every DP rank.
+  std::int64_t dp_shard = 0;
+  std::int64_t dp_shard_size() const { return dp_shard > 0 ? dp_shard : dp; }
+  std::int64_t dp_replicas() const { return dp / dp_shard_size(); }
+  std::int64_t dense_dp_shards() const { return dp_shard_size() * cp; }  // ZeRO shards dense states over DP×CP
   std::int64_t stages() const { return stage_count(schedule, pp, vp); }
 };
+
+// "DP128", or under HSDP "DP128 (HSDP 8×16)": shard groups of 8, 16 replicas.
+std::string data_parallel_label(const ParallelLayout& p);
 
 // A recomputation choice: "none", "selective", "full" or a list of what to recompute.
 Recompute read_recompute(const Json& value, const std::string& pointer, const SourceFile& src);

@@ -287,6 +287,8 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   l.moe_execution = s.moe_execution[p.moe_execution];
   l.zero = s.zero[p.zero];
   l.micro_batch = s.micro_batch[p.micro_batch];
+  // The base's HSDP shard groups where they divide this layout's DP and ZeRO shards; else full sharding.
+  if (l.dp_shard > 0 && (l.dp % l.dp_shard != 0 || l.zero < 1)) l.dp_shard = 0;
   l.recompute = s.recompute[p.recompute];
   l.sequence_parallel = l.tp > 1;
   if (l.tp == 1) l.tp_overlap = TpOverlap::none;  // the base's async TP wherever there is TP to overlap
@@ -318,7 +320,7 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
 }
 
 std::string describe_layout(const ParallelLayout& l) {
-  std::string out = fmt::format("TP{} PP{} DP{}", l.tp, l.pp, l.dp);
+  std::string out = fmt::format("TP{} PP{} {}", l.tp, l.pp, data_parallel_label(l));
   if (l.cp > 1) out += fmt::format(" CP{}{}", l.cp, l.cp_comm == CpComm::ring ? "" : fmt::format("({})", cp_comm_name(l.cp_comm)));
   if (l.ep > 1) out += fmt::format(" EP{}", l.ep);
   if (l.etp > 1) out += fmt::format(" ETP{}", l.etp);
