@@ -310,3 +310,38 @@ TEST_CASE("under a power limit the planner prices GPUs at that limit and refuses
   REQUIRE(!at_1000.ranked.empty());
   CHECK(o.ranked.front().step_time > at_1000.ranked.front().step_time * 1.05);
 }
+
+TEST_CASE("HSDP in the search: shard groups that divide DP, full sharding listed once, none under ZeRO-0") {
+  // torchtitan's 8B on 128 H100 (DP128): shard groups of 8 and 16, then 128 and 256, both full sharding
+  // (the second a duplicate); 48 does not divide 128; ZeRO-0 shards nothing.
+  const Job base = scenario("published/torchtitan-h100-8b-fsdp128-sac.json",
+                            {R"(plan={"tp": [1], "pp": [1], "vp": [1], "micro_batch": [2], "schedule": ["1f1b"], "zero": [0, 3],
+                                      "dp_shard": [8, 16, 48, 128, 256]})"});
+  const PlanSpace space = read_plan_space(base);
+  std::vector<std::int64_t> kept;
+  std::vector<std::string> reasons;
+  for (std::uint64_t i = 0; i < space.size(); ++i) {
+    std::string why;
+    const std::optional<Job> job = job_at(base, space, point_at(space, i), &why);
+    if (job && job->layout.zero == 3) kept.push_back(job->layout.dp_shard);
+    if (!job) reasons.push_back(why);
+  }
+  std::sort(kept.begin(), kept.end());
+  kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+  CHECK(kept == std::vector<std::int64_t>{0, 8, 16});
+  auto rejected = [&](const std::string& text) {
+    return std::any_of(reasons.begin(), reasons.end(), [&](const std::string& r) { return r.find(text) != std::string::npos; });
+  };
+  CHECK(rejected("dp_shard 48 does not divide dp 128"));
+  CHECK(rejected("shard groups of 256 cover all 128 data-parallel ranks"));
+  CHECK(rejected("ZeRO-0 has none"));
+  // Its layout line and torchtitan settings say so.
+  Job hsdp = base;
+  hsdp.layout.dp_shard = 8;
+  CHECK(describe_layout(hsdp.layout).find("DP128 (HSDP 8×16)") != std::string::npos);
+  const std::string toml = torchtitan_toml(hsdp);
+  CHECK(toml.find("data_parallel_replicate_degree = 16\ndata_parallel_shard_degree = 8") != std::string::npos);
+  CHECK(megatron_flags(hsdp).find("# HSDP shard groups of 8 (16 replicas)") != std::string::npos);  // custom FSDP: not emitted
+  hsdp.layout.zero = 1;
+  CHECK(megatron_flags(hsdp).find("--use-distributed-optimizer --num-distributed-optimizer-instances 16") != std::string::npos);
+}

@@ -285,6 +285,9 @@ std::string megatron_flags(const Job& job) {
     if (rc.activation) out += " moe_act";
   }
   if (l.zero == 1) out += " --use-distributed-optimizer";
+  // HSDP: that many copies of the distributed optimizer over the data-parallel ranks (NVIDIA/Megatron-LM
+  // megatron/training/arguments.py, --num-distributed-optimizer-instances).
+  if (l.zero == 1 && l.dp_replicas() > 1) out += fmt::format(" --num-distributed-optimizer-instances {}", l.dp_replicas());
   if (l.zero >= 2)
     out += fmt::format(" --use-custom-fsdp --data-parallel-sharding-strategy {}", l.zero == 2 ? "optim_grads" : "optim_grads_params");
   switch (job.training.precision) {
@@ -297,6 +300,8 @@ std::string megatron_flags(const Job& job) {
     out += fmt::format("# Megatron-LM has no {} schedule: these flags run its 1F1B with the same layout\n", schedule_name(l.schedule));
   if (l.split != PipelineSplit::even)
     out += "# uneven stages: add --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers as plumb split them\n";
+  if (l.zero >= 2 && l.dp_replicas() > 1)
+    out += fmt::format("# HSDP shard groups of {} ({} replicas): these flags shard over every data-parallel rank\n", l.dp_shard_size(), l.dp_replicas());
   return out;
 }
 
@@ -310,7 +315,8 @@ std::string torchtitan_toml(const Job& job) {
   // ZeRO-3 is FSDP (sharding); no sharding is replication; torchtitan has no ZeRO-1 or 2.
   const bool shard = l.zero >= 1;
   if (l.zero == 1 || l.zero == 2) notes += fmt::format("# torchtitan has no ZeRO-{}: FSDP (ZeRO-3) shards more than the layout plumb priced\n", l.zero);
-  out += fmt::format("\n[parallelism]\ndata_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", shard ? 1 : l.dp, shard ? l.dp : 1);
+  out += fmt::format("\n[parallelism]\ndata_parallel_replicate_degree = {}\ndata_parallel_shard_degree = {}\n", shard ? l.dp_replicas() : l.dp,
+                     shard ? l.dp_shard_size() : 1);
   out += fmt::format("tensor_parallel_degree = {}\npipeline_parallel_degree = {}\ncontext_parallel_degree = {}\n", l.tp, l.pp, l.cp);
   if (job.model.moe) out += fmt::format("expert_parallel_degree = {}\n", l.ep);
   if (l.cp > 1) {
@@ -336,7 +342,9 @@ std::string torchtitan_toml(const Job& job) {
   if (rc.full) out += "mode = \"full\"\n";
   else if (rc.alternate_matmuls || rc.matmuls) out += "mode = \"selective\"\nselective_ac_option = \"op\"\n";
   else out += "mode = \"none\"\n";
-  if (!rc.full && (rc.core_attention || rc.norms || rc.mla_up_proj || rc.activation))
+  // Under per-op SAC torchtitan reruns every op outside its save list (norms, activations among them), so
+  // only a selective list without matmuls lacks a torchtitan setting.
+  if (!rc.full && !rc.alternate_matmuls && !rc.matmuls && (rc.core_attention || rc.norms || rc.mla_up_proj || rc.activation))
     notes += fmt::format("# torchtitan has no {} recomputation: none is set\n", rc.label);
   if (job.training.precision == Precision::fp8) out += "\n[model]\nconverters = [\"float8\"]\n";
   if (job.training.precision == Precision::fp16) notes += "# torchtitan trains in bf16 (mixed_precision_param), not fp16\n";

@@ -101,7 +101,7 @@ std::uint64_t PlanSpace::size() const {
   std::uint64_t n = 1;
   for (std::size_t k : {gpus.size(), tp.size(), pp.size(), vp.size(), cp.size(), ep.size(), etp.size(), micro_batch.size(),
                         zero.size(), schedule.size(), moe_execution.size(), cp_comm.size(), recompute.size(), precision.size(), gpu.size(),
-                        fabric.size()})
+                        fabric.size(), dp_shard.size()})
     n *= k;
   return n;
 }
@@ -129,6 +129,7 @@ PlanSpace read_plan_space(const Job& base) {
     if (z > 3) src.error("/plan/zero", fmt::format("ZeRO stage {} does not exist (0–3)", z));
     s.zero.push_back(static_cast<int>(z));
   }
+  s.dp_shard = r.sizes("dp_shard", {p.dp_shard});
   std::vector<ScheduleKind> all;
   for (const auto& [_, k] : schedule_names()) all.push_back(k);
   s.schedule = r.words<ScheduleKind>("schedule", schedule_names(), all);
@@ -176,7 +177,7 @@ PlanSpace read_plan_space(const Job& base) {
     else if (*v != "time") src.error("/plan/objective", fmt::format("expected \"time\" or \"cost\", found {}", json_brief(*v)));
   }
   if (base.plan.is_object()) {
-    static const std::vector<std::string> keys{"gpus", "tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "schedule",
+    static const std::vector<std::string> keys{"gpus", "tp", "pp", "vp", "cp", "ep", "etp", "micro_batch", "zero", "dp_shard", "schedule",
                                                "moe_execution", "cp_comm", "recompute", "precision", "gpu", "fabric", "top", "max_days",
                                                "objective"};
     for (const auto& [key, _] : base.plan.items())
@@ -200,6 +201,7 @@ PlanPoint point_at(const PlanSpace& s, std::uint64_t index) {
   take(p.micro_batch, s.micro_batch.size());
   take(p.recompute, s.recompute.size());
   take(p.zero, s.zero.size());
+  take(p.dp_shard, s.dp_shard.size());
   take(p.vp, s.vp.size());
   take(p.schedule, s.schedule.size());
   take(p.moe_execution, s.moe_execution.size());
@@ -287,8 +289,24 @@ std::optional<Job> job_at(const Job& base, const PlanSpace& s, const PlanPoint& 
   l.moe_execution = s.moe_execution[p.moe_execution];
   l.zero = s.zero[p.zero];
   l.micro_batch = s.micro_batch[p.micro_batch];
-  // The base's HSDP shard groups where they divide this layout's DP and ZeRO shards; else full sharding.
-  if (l.dp_shard > 0 && (l.dp % l.dp_shard != 0 || l.zero < 1)) l.dp_shard = 0;
+  // HSDP shard groups: a size that covers every data-parallel rank is full sharding, listed once.
+  const std::int64_t shard = s.dp_shard[p.dp_shard];
+  auto full = [&](std::int64_t v) { return v == 0 || v >= l.dp; };
+  if (full(shard)) {
+    if (p.dp_shard > 0 && full(s.dp_shard[p.dp_shard - 1])) {
+      *why = fmt::format("/parallel/dp_shard: shard groups of {} cover all {} data-parallel ranks, as the list's previous size does; the layout is listed once", shard, l.dp);
+      return std::nullopt;
+    }
+    l.dp_shard = 0;
+  } else if (l.dp % shard != 0) {
+    *why = fmt::format("/parallel/dp_shard: dp_shard {} does not divide dp {}", shard, l.dp);
+    return std::nullopt;
+  } else if (l.zero < 1) {
+    *why = fmt::format("/parallel/dp_shard: shard groups of {} shard ZeRO's states, and ZeRO-0 has none", shard);
+    return std::nullopt;
+  } else {
+    l.dp_shard = shard;
+  }
   l.recompute = s.recompute[p.recompute];
   l.sequence_parallel = l.tp > 1;
   if (l.tp == 1) l.tp_overlap = TpOverlap::none;  // the base's async TP wherever there is TP to overlap

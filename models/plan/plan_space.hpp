@@ -15,6 +15,7 @@ namespace plumb {
 struct PlanSpace {
   std::vector<std::int64_t> gpus, tp, pp, vp, cp, ep, etp, micro_batch;
   std::vector<int> zero;
+  std::vector<std::int64_t> dp_shard;  // HSDP shard-group sizes (ParallelLayout::dp_shard); 0, or dp and above: full sharding
   std::vector<ScheduleKind> schedule;
   std::vector<MoeExecution> moe_execution;  // MoE models: separate kernels and fused waves
   std::vector<CpComm> cp_comm;              // context parallelism's algorithm (one at cp 1)
@@ -34,7 +35,7 @@ PlanSpace read_plan_space(const Job& base);
 
 struct PlanPoint {
   std::uint32_t gpus = 0, tp = 0, pp = 0, vp = 0, cp = 0, ep = 0, etp = 0, micro_batch = 0, zero = 0, schedule = 0,
-                moe_execution = 0, cp_comm = 0, recompute = 0, precision = 0, gpu = 0, fabric = 0;
+                moe_execution = 0, cp_comm = 0, recompute = 0, precision = 0, gpu = 0, fabric = 0, dp_shard = 0;
   bool operator==(const PlanPoint&) const = default;
 };
 PlanPoint point_at(const PlanSpace& s, std::uint64_t index);
