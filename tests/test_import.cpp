@@ -61,6 +61,11 @@ TEST_CASE("a Megatron-LM launch: contradictions, bad values and missing sizes ar
                        doctest::Contains("10 layers are not a multiple of pp 2 × 3"), InputError);
   CHECK_THROWS_WITH_AS(import_megatron("--micro-batch-size 1 --micro-batch-size 2 --vocab-size 100 --nnodes 1", "a", o),
                        doctest::Contains("given twice, 1 and 2"), InputError);
+  // Copies of the distributed optimizer are HSDP's replicas: 16 data-parallel ranks in 4 copies shard over 4.
+  const std::string hsdp = "--use-distributed-optimizer --num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 100 --nnodes 2";
+  CHECK(import_megatron(hsdp + " --num-distributed-optimizer-instances 4", "a", o).scenario["parallel"]["dp_shard"] == 4);
+  CHECK_THROWS_WITH_AS(import_megatron(hsdp + " --num-distributed-optimizer-instances 3", "a", o),
+                       doctest::Contains("--num-distributed-optimizer-instances 3 does not divide the 16 data-parallel ranks"), InputError);
 }
 
 TEST_CASE("a torchtitan config of December 2024 imports as the published case of the same run") {
@@ -133,4 +138,11 @@ TEST_CASE("plan --emit torchtitan writes settings that plumb import torchtitan r
     if (job.layout.pp > 1) CHECK(p["schedule"] == std::string(schedule_name(job.layout.schedule)));
     CHECK(back.unknown.empty());
   }
+  // HSDP: shard groups of 8 replicated 16 times come back as dp 128 with dp_shard 8.
+  Job hsdp = load_scenario(data_dir() / "scenarios/published/torchtitan-h100-8b-fsdp128-sac.json", {"parallel.dp_shard=8"});
+  ImportOptions o;
+  o.nodes = hsdp.cluster.nodes;
+  const ScenarioImport back = import_torchtitan("[model]\nname = \"llama3\"\nflavor = \"8B\"\n" + torchtitan_toml(hsdp), "emitted.toml", o);
+  CHECK(back.scenario["parallel"]["dp"] == 128);
+  CHECK(back.scenario["parallel"]["dp_shard"] == 8);
 }

@@ -147,7 +147,7 @@ ScenarioImport import_megatron(const std::string& text, const std::string& file,
   Json model = {{"name", "imported"}, {"position_embedding", "learned"}, {"norm", "layernorm"}, {"bias", true}, {"dropout", true},
                 {"tied_embeddings", true}, {"attention", {{"kind", "mha"}}}, {"mlp", {{"kind", "gelu"}}}};
   Json parallel = Json::object(), training = {{"precision", "fp32"}};
-  std::optional<std::int64_t> nodes, per_node, layers_per_virtual, virtual_stages, recompute_layers, query_groups;
+  std::optional<std::int64_t> nodes, per_node, layers_per_virtual, virtual_stages, recompute_layers, query_groups, optimizer_instances;
   std::string recompute = "none";
   bool bf16 = false, fp16 = false;
   std::map<std::string, Flag> seen;
@@ -183,6 +183,7 @@ ScenarioImport import_megatron(const std::string& text, const std::string& file,
     else if (n == "--virtual-pipeline-model-parallel-size") virtual_stages = integer(1);
     else if (n == "--sequence-parallel") set(parallel, "sequence_parallel", true, "parallel.sequence_parallel");
     else if (n == "--use-distributed-optimizer") set(parallel, "zero", 1, "parallel.zero");
+    else if (n == "--num-distributed-optimizer-instances") optimizer_instances = integer(1);
     else if (n == "--overlap-grad-reduce") set(parallel, "overlap_grad_reduce", true, "parallel.overlap_grad_reduce");
     else if (n == "--overlap-p2p-communication") set(parallel, "overlap_p2p", true, "parallel.overlap_p2p");
     else if (n == "--micro-batch-size") count(parallel, "micro_batch", "parallel.micro_batch");
@@ -288,7 +289,19 @@ ScenarioImport import_megatron(const std::string& text, const std::string& file,
   } else if ((node_count * gpus_per_node) % model_parallel != 0) {
     problems.push_back({file, "", fmt::format("{} nodes × {} GPUs are not a multiple of tp × pp × cp = {}", node_count, gpus_per_node, model_parallel)});
   } else {
-    parallel["dp"] = node_count * gpus_per_node / model_parallel;
+    const std::int64_t dp = node_count * gpus_per_node / model_parallel;
+    parallel["dp"] = dp;
+    // Copies of the distributed optimizer over the data-parallel ranks: HSDP shard groups of dp / copies.
+    if (optimizer_instances && *optimizer_instances > 1) {
+      if (dp % *optimizer_instances != 0)
+        problems.push_back({file, "", fmt::format("--num-distributed-optimizer-instances {} does not divide the {} data-parallel ranks",
+                                                  *optimizer_instances, dp)});
+      else {
+        parallel["dp_shard"] = dp / *optimizer_instances;
+        out.set_by.push_back(fmt::format("--num-distributed-optimizer-instances {} → parallel.dp_shard {}", *optimizer_instances,
+                                         dp / *optimizer_instances));
+      }
+    }
   }
   if (gpus_per_node != options.gpus_per_node)
     out.assumptions.push_back(fmt::format("{} GPUs per node (--nproc-per-node) with the fabric {}: check that it has as many", gpus_per_node,

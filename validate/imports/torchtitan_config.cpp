@@ -98,9 +98,11 @@ ScenarioImport import_torchtitan(const std::string& text, const std::string& fil
             fmt::format("tp {} × pp {} × cp {} × replicate {} × shard {} is not the {} GPUs of --nodes {}", tp, pp, cp, replicate, shard, gpus, options.nodes));
   }
   const std::int64_t dp = replicate * std::max<std::int64_t>(shard, 1);
-  if (replicate > 1 && shard > 1) out.assumptions.push_back("HSDP (replicate and shard both above 1): plumb shards the states over all of dp");
   Json parallel = {{"tp", tp}, {"pp", pp}, {"cp", cp}, {"dp", dp}};
-  out.set_by.push_back(fmt::format("parallelism degrees → parallel.tp {}, pp {}, cp {}, dp {} (replicate {} × shard {})", tp, pp, cp, dp, replicate, shard));
+  // HSDP: FSDP within each group of `shard` ranks, replicated over `replicate` groups.
+  if (replicate > 1 && shard > 1) parallel["dp_shard"] = shard;
+  out.set_by.push_back(fmt::format("parallelism degrees → parallel.tp {}, pp {}, cp {}, dp {} (replicate {} × shard {}){}", tp, pp, cp, dp,
+                                   replicate, shard, parallel.contains("dp_shard") ? fmt::format(", dp_shard {}", shard) : ""));
   // Batch: with a pipeline, micro-batches of pipeline_parallel_microbatch_size; without, the local batch at once.
   const std::int64_t micro = pp > 1 ? integer(pp_at, "pipeline_parallel_microbatch_size", 1, 1) : local;
   std::int64_t global = integer("training", "global_batch_size", -1, -1);
