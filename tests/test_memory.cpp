@@ -388,10 +388,10 @@ TEST_CASE("torchao's fp8 weight gathers: one byte a linear's weight gathered, pr
   CHECK(plan_memory(job).ranks.front().zero3_prefetch_bytes == doctest::Approx(2 * (linears + 2 * (block - linears))));
   CHECK(plan_memory(scenario(file, {"parallel.fp8_weight_gathers=false"})).ranks.front().zero3_prefetch_bytes ==
         doctest::Approx(2 * 2 * block));
-  CHECK(held_weight_bytes(job.training) == 2.0);
+  CHECK(weight_bytes(job.training) == 2.0);
   Job blockwise = job;
   blockwise.training.fp8_recipe = Fp8Recipe::blockwise;
-  CHECK(held_weight_bytes(blockwise.training) == 3.0);
+  CHECK(weight_bytes(blockwise.training) == 3.0);
   // Kept gathered (reshard_after_forward=False), the whole copy is one byte a gathered-fp8 weight beside
   // the fp32 shard: Ψ = 7.5B over 64, a third of them fp8-gathered.
   const double psi = 7.5e9;

@@ -23,10 +23,11 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
   // are cast on their shard, from the fp32 master to fp8 with the step's precomputed scale (torchao
   // WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather, on FSDP2's all-gather copy-in stream, so beside
   // the gather): 4 bytes read and 1 written a shard weight.
-  const double shard_casts = held.fp8_gathered / static_cast<double>(p.dense_dp_shards()) * 5.0 / stream_rate;
+  const double shards = static_cast<double>(p.dense_dp_shards()), fp8_shard = held.fp8_gathered / shards;
+  const double shard_casts = fp8_shard * 5.0 / stream_rate;
   // Under HSDP each reduce-scatter's output, the shard's summed gradients, is then all-reduced over the
   // replicas (PyTorch FSDP's HYBRID_SHARD and FSDP2 on a 2-D mesh: reduce-scatter, then all-reduce).
-  const double replica_sum = groups.replica_seconds(held.dense * grads / static_cast<double>(p.dense_dp_shards()));
+  const double replica_sum = groups.replica_seconds(held.dense * grads / shards);
   const double gather_seconds = groups.weight_gather_seconds(held) + shard_casts;
   if (p.zero >= 3 && !p.reshard_after_forward) {
     // FSDP2 with reshard_after_forward=False (torchtitan under pipeline parallelism): the weights are
@@ -84,7 +85,7 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
   // This rank's share of `dense` and `expert` parameters updated elementwise (sharded from ZeRO-1 on).
   auto elementwise_share = [&](double dense, double expert) {
     if (p.zero < 1) return dense + expert;
-    return dense / static_cast<double>(p.dense_dp_shards()) + expert / static_cast<double>(p.edp());
+    return dense / shards + expert / static_cast<double>(p.edp());
   };
   // The step's passes besides the update: over every gradient the rank holds, again over those reduced
   // over more than one rank, and over its shard.
@@ -93,7 +94,7 @@ void add_data_parallel_terms(StageCost& s, const StageParams& held, const Parall
   // Under fp8 weight gathers, after the update: the amax of every fp8 weight's fp32 shard, read once
   // (torchao precompute_float8_dynamic_scale_for_fsdp: one _foreach_norm, then one all-reduce of the
   // stacked amaxes, too small to price).
-  const double amax = held.fp8_gathered / static_cast<double>(p.dense_dp_shards()) * 4.0;
+  const double amax = fp8_shard * 4.0;
   const double passes = ((held.dense + held.expert) * x.grad_buffer + reduced * x.grad_prescale +
                          elementwise_share(held.dense, held.expert) * x.shard + amax) / stream_rate;
   if (!muon) {

@@ -53,7 +53,7 @@ std::vector<MuonStageCost> muon_stage_costs(const Job& job) {
     c.bf16_expert_grads = t.muon.bf16_expert_grads;
     // Read the gradient, read and write the master weight and the momentum, write the 16-bit weight.
     c.update_bytes = t.optimizer.grads + 2.0 * t.optimizer.master + 2.0 * t.muon.momentum_bytes +
-                     t.optimizer.copy_bytes(weight_bytes(t.precision), job.layout.zero);
+                     t.optimizer.copy_bytes(weight_bytes(t), job.layout.zero);
     out.push_back(std::move(c));
   }
   return out;

@@ -508,7 +508,7 @@ StepCosts step_costs(const Job& job, std::optional<double> expert_load) {
   const DataParallelRates dp_rates{
       .grads = t.optimizer.grads,
       .update_bytes = t.optimizer.grads + 2 * t.optimizer.master + 2 * t.optimizer.moments +
-                      t.optimizer.copy_bytes(weight_bytes(t.precision), job.layout.zero),
+                      t.optimizer.copy_bytes(weight_bytes(t), job.layout.zero),
       .step_passes = t.optimizer.step_passes,
       .stream_rate = job.cluster.gpu.hbm_bandwidth * job.cluster.gpu.hbm_efficiency,
       .microbatches = job.microbatches()};

@@ -34,10 +34,6 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
   return b;
 }
 
-double held_weight_bytes(const TrainingSpec& t) {
-  return t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::blockwise ? weight_bytes(t.precision) : 2.0;
-}
-
 namespace {
 
 // One rank's share of a layer: layers of one kind (models/spec LayerKind) are alike, so each kind is
@@ -344,7 +340,7 @@ MemoryPlan plan_memory(const Job& job) {
     }
     rank.weight_stash_bytes = stashes[static_cast<std::size_t>(r)];
     rank.activations_bytes += rank.weight_stash_bytes;
-    double wb = held_weight_bytes(job.training);
+    double wb = weight_bytes(job.training);
     ModelStateBytes dense = model_state_bytes(rank.dense_params, p.zero, p.dense_dp_shards(), wb, job.training.optimizer,
                                               p.reshard_after_forward, plan.microbatches, fp8_gathered);
     ModelStateBytes expert = model_state_bytes(rank.expert_params, p.zero, p.edp(), wb, job.training.optimizer,

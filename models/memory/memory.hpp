@@ -26,13 +26,6 @@ ModelStateBytes model_state_bytes(double params, int zero, std::int64_t shards, 
                                   const OptimizerBytes& optimizer, bool resharded = true,
                                   std::int64_t microbatches = 1, double fp8_gathered = 0);
 
-// The bytes a weight holds gathered, outside any cast kept in fp8 (`weight_bytes` of model_state_bytes):
-// 16-bit, and under fp8 training the fp8 copy beside it, which DeepSeek-V3's and Transformer Engine's
-// recipes keep; torchao's recipes cast a temporary per GEMM and save the 16-bit operand for the backward
-// (torchao float8_linear.py, matmul_with_hp_or_float8_args: ctx.save_for_backward(input_hp, weight_hp_t)),
-// so nothing in fp8 stays.
-double held_weight_bytes(const TrainingSpec& t);
-
 // Bytes per gradient that FSDP2 holds whole between a step's micro-batches when it reduce-scatters only
 // after the last (gradient sync off, as PyTorch's pipelining stages set it for every backward but the
 // last): autograd makes them in bf16, and FSDP2's post-backward upcasts them to the reduce dtype and

@@ -98,7 +98,7 @@ std::string_view fp8_recipe_name(Fp8Recipe r) {
 
 std::string_view optimizer_name(OptimizerKind k) { return k == OptimizerKind::muon ? "muon" : "adamw"; }
 
-double weight_bytes(Precision p) { return p == Precision::fp8 ? 3.0 : 2.0; }
+double weight_bytes(const TrainingSpec& t) { return t.precision == Precision::fp8 && t.fp8_recipe == Fp8Recipe::blockwise ? 3.0 : 2.0; }
 
 const std::vector<std::pair<std::string, AttentionKernel>>& attention_kernel_words() {
   static const std::vector<std::pair<std::string, AttentionKernel>> words{

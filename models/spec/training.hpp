@@ -182,8 +182,10 @@ struct TrainingSpec {
 
 TrainingSpec read_training(ObjectReader& r);
 std::string_view precision_name(Precision p);
-// Bytes of one weight as kept for compute: 16-bit for bf16/fp16; fp8 keeps the 16-bit copy plus
-// an fp8 cast of GEMM weights.
-double weight_bytes(Precision p);
+// Bytes of one weight as kept for compute: 16-bit; under fp8 training DeepSeek-V3's and Transformer
+// Engine's blockwise recipe keeps an fp8 cast of the GEMM weights beside it, torchao's recipes do not (they
+// cast a temporary per GEMM and save the 16-bit operand for the backward: torchao float8_linear.py,
+// matmul_with_hp_or_float8_args, ctx.save_for_backward(input_hp, weight_hp_t)).
+double weight_bytes(const TrainingSpec& t);
 
 }  // namespace plumb
