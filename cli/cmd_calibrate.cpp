@@ -164,7 +164,12 @@ int run_calibrate_trace(const Args& args) {
 
 int run_calibrate(const Args& args) {
   if (!args.flag("-o")) throw UsageError("-o FILE is required: where the calibrated profile goes");
-  if (args.flag("--trace")) return run_calibrate_trace(args);
+  if (args.flag("--trace")) {
+    if (args.flag("--clock")) throw UsageError("--clock fits from GEMM measurements, --trace from a profiler trace: give one");
+    return run_calibrate_trace(args);
+  }
+  if (args.flag("--clock") && !args.values("--nccl-tests").empty())
+    throw UsageError("--clock fits a GPU's settled clock from GEMM measurements: no nccl-tests logs beside it");
   if (args.flag("--scenario") || args.flag("--stage") || args.flag("--set") || args.flag("--fabric-out") || args.flag("--timeline") ||
       args.flag("--framework-out"))
     throw UsageError("--scenario, --stage, --set, --fabric-out, --framework-out and --timeline go with --trace");
@@ -198,6 +203,13 @@ int run_calibrate(const Args& args) {
   }
   if (!args.values("--nccl-tests").empty()) throw UsageError("nccl-tests logs calibrate a fabric profile, not the GPU " + args.value("--profile"));
   if (measured.empty()) throw UsageError("a GPU profile is calibrated from GEMM measurements: give MEASUREMENTS.json");
+  if (args.flag("--clock")) {
+    const ClockFit f = calibrate_clock(raw, *gpu, measured);
+    write_profile(args.value("-o"), f.profile, false);
+    if (args.flag("--json")) std::cout << clock_fit_json(f).dump(2) << "\n";
+    else std::cout << clock_fit_report(f, ref.path.stem().string()) << fmt::format("\ncalibrated GPU profile → {}\n", args.value("-o"));
+    return kOk;
+  }
   c = calibrate_gpu(raw, *gpu, measured);
   if (c.gemm.empty() && c.shares.empty() && !c.kernel_overhead)
     throw UsageError("the measurements hold fewer than two GEMMs of any one dtype, no memory or attention runs and no launches: nothing to fit");
@@ -218,7 +230,7 @@ int run_calibrate(const Args& args) {
 const Command& calibrate_command() {
   static const Command command{
       {"calibrate",
-       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json] [--framework-out FRAMEWORK.json] [--timeline F]",
+       "plumb calibrate [MEASUREMENTS.json...] [--nccl-tests LOG ...] [--profile P] [--clock] -o OUT.json [--gpu G] [--json] | plumb calibrate --trace TRACE --scenario S [--stage K] [--profile P] -o OUT.json [--fabric-out FABRIC.json] [--framework-out FRAMEWORK.json] [--timeline F]",
        "Fits a profile to measurements by least squares and writes the calibrated profile (each fitted\n"
        "figure's source says how it was fitted). A GPU profile (--profile h100-sxm) gets its GEMM efficiency\n"
        "tables from plumb's GEMM measurements (e = e_max·F/(F + F_half) over FLOPs F; bf16 and, where\n"
@@ -228,7 +240,12 @@ const Command& calibrate_command() {
        "measurements: its matmul and group_matmul tables (Transformer Engine GEMMs timed back to back) become\n"
        "plumb's GEMMs by pass; rates measured back to back (SimuMax's, or a file marked \"sustained\": true) are\n"
        "divided by the profile's sustained_compute_scale (attention's by sustained_attention_scale where it has\n"
-       "one), which the calibrated profile keeps; its other tables are listed as not read. A fabric profile\n"
+       "one), which the calibrated profile keeps; its other tables are listed as not read. With --clock, only the\n"
+       "machine's settled clock is fitted: the median, over its dense bf16 forward and input-gradient GEMMs of a\n"
+       "TFLOP or more timed back to back, of the profile's time over the measured one, which multiplies the\n"
+       "profile's sustained scales (GEMM, fp8, attention) and leaves its shape model as it is. For a machine\n"
+       "that runs the catalogue's kernels slower than its boards do (a lower power limit), without fitting\n"
+       "its shapes. A fabric profile\n"
        "(--profile dgx-h100-ndr) gets its NVLink, NVLS or NIC bandwidth from nccl-tests logs (α + bytes·β per log,\n"
        "by where the log ran: one node or several). Prints each fit with its error and, for collectives,\n"
        "plumb's prediction with the calibrated profile against every measured size.\n"
@@ -252,6 +269,7 @@ const Command& calibrate_command() {
        {{"--nccl-tests", "LOG", "an nccl-tests output log (all_reduce_perf, …); repeatable", true},
         {"--profile", "P", "the profile to calibrate: a catalogue name or a path (GPU measurements: their device's, by default)"},
         {"-o", "FILE", "where the calibrated profile is written"},
+        {"--clock", "", "fit only the settled clock (one factor on the sustained scales) from long GEMMs timed back to back"},
         {"--gpu", "G", "for a fabric: the GPU of its nodes (h100-sxm)"},
         {"--json", "", "print the fits as JSON: fits[].{term, alpha_s, bus_bandwidth, value, rms_relative_error, …}, profile"},
         {"--trace", "FILE", "a PyTorch profiler trace (plain or gzip) of one stage's forward and backward to fit the GPU profile to"},

@@ -5,6 +5,7 @@
 
 #include "catalogue_fixtures.hpp"
 #include "validate/calibrate/calibrate.hpp"
+#include "validate/calibrate/clock_fit.hpp"
 #include "validate/calibrate/simumax_system.hpp"
 
 using namespace plumb;
@@ -105,4 +106,58 @@ TEST_CASE("rates measured back to back calibrate a GPU with a sustained clock to
   doc.erase("sustained");
   const GpuSpec burst = calibrated_with(doc);
   CHECK(burst.gemm_efficiency_of(4096, 57344, 8192, 1, MathDtype::bf16) == doctest::Approx(truth.efficiency(4096, 57344, 8192, 1, 148)));
+}
+
+TEST_CASE("plumb calibrate --clock: the SimuMax node's settled clock, one factor on b200's sustained scales, the shapes kept") {
+  // The whole of MooreThreads/SimuMax 4dcaae5 configs/system/b200_bf16_ceperm.json. Its GEMMs of a TFLOP or
+  // more (1-67 ms, the clock settled) ran at 0.80 of b200.json's settled rates at every size: a clock, not
+  // a shape. The catalogue's b200-simumax-node.json holds what the fit writes.
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  const GpuSpec b200 = *read_gpu(Json("b200"), "", src);
+  const Measurements node = read_simumax_system(profile_file("tests/fixtures/calibration", "simumax-b200-bf16-ceperm"), "node.json");
+  const Json base = profile_file("hw_profiles/gpus", "b200");
+  const ClockFit f = calibrate_clock(base, b200, {node});
+  CHECK(f.points == 146);  // dense bf16-out GEMMs (TN forward, NN input gradient) of 1e12 FLOPs or more
+  CHECK(f.ratio == doctest::Approx(0.803).epsilon(0.002));
+  CHECK(f.lower_quartile < f.ratio);
+  CHECK(f.upper_quartile > f.ratio);
+  CHECK(f.upper_quartile - f.lower_quartile < 0.06);  // one clock: a narrow spread over 1-67 ms GEMMs
+  CHECK(f.weight_gradient_points == 73);
+  CHECK(f.weight_gradient_ratio < f.ratio);  // reported, not fitted
+  CHECK(f.compute_after == doctest::Approx(0.762 * f.ratio).epsilon(0.002));
+  CHECK(f.fp8_after == doctest::Approx(0.724 * f.ratio).epsilon(0.002));
+  CHECK(f.attention_after == doctest::Approx(0.853 * f.ratio).epsilon(0.002));
+  CHECK(f.profile["gemm_model"] == base["gemm_model"]);  // the shape model untouched
+  const GpuSpec fitted = *read_gpu(f.profile, "", src);
+  REQUIRE(d.empty());
+  // The catalogue's node profile is this fit.
+  const GpuSpec catalogue = *read_gpu(Json("b200-simumax-node"), "", src);
+  REQUIRE(d.empty());
+  CHECK(catalogue.sustained_compute_scale == doctest::Approx(fitted.sustained_compute_scale));
+  CHECK(*catalogue.sustained_compute_scale_fp8 == doctest::Approx(*fitted.sustained_compute_scale_fp8));
+  CHECK(*catalogue.sustained_attention_scale == doctest::Approx(*fitted.sustained_attention_scale));
+  CHECK(catalogue.gemm_efficiency_of(4096, 57344, 8192, 1, MathDtype::bf16) ==
+        doctest::Approx(b200.gemm_efficiency_of(4096, 57344, 8192, 1, MathDtype::bf16)));
+}
+
+TEST_CASE("plumb calibrate --clock refuses burst rates and too few long GEMMs, naming the file") {
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  const GpuSpec b200 = *read_gpu(Json("b200"), "", src);
+  const Json base = profile_file("hw_profiles/gpus", "b200");
+  Json doc = {{"plumb_measurements", 1}, {"device", "B200"}, {"date", "2026-11-28"}, {"gemm", Json::array()}};
+  for (double k : {8192.0, 16384.0, 32768.0, 65536.0, 131072.0})  // 1.1 to 17.6 TFLOP
+    doc["gemm"].push_back({{"m", 8192}, {"n", 8192}, {"k", k}, {"dtype", "bf16"}, {"seconds", 2 * 8192.0 * 8192 * k / 1.2e15}});
+  CHECK_THROWS_WITH_AS(calibrate_clock(base, b200, {read_measurements(doc, "burst.json")}),
+                       doctest::Contains("burst.json: its GEMMs were not timed back to back"), InputError);
+  doc["sustained"] = true;
+  const ClockFit f = calibrate_clock(base, b200, {read_measurements(doc, "b2b.json")});
+  CHECK(f.points == 5);
+  // 1.2 PFLOP/s against b200's settled rate for these shapes: the clock's share is that rate's.
+  CHECK(f.ratio == doctest::Approx(1.2e15 / (2250e12 * b200.gemm_efficiency_of(8192, 8192, 32768, 1, MathDtype::bf16) * 0.762)).epsilon(0.01));
+  doc["gemm"][0]["k"] = 4096;  // 0.55 TFLOP: too short to count
+  doc["gemm"].erase(1);
+  CHECK_THROWS_WITH_AS(calibrate_clock(base, b200, {read_measurements(doc, "b2b.json")}),
+                       doctest::Contains("3 dense bf16 forward or input-gradient GEMMs of 1e+12 FLOPs or more: the clock needs 5"), InputError);
 }

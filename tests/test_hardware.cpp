@@ -23,7 +23,7 @@ bool hopper_name(const std::string& name) { return name.starts_with("h100") || n
 
 TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
   auto names = catalogue_names(kGpuProfiles);
-  CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "h100-sxm", "h100-sxm-96gb-500w", "h200-sxm", "h800-sxm",
+  CHECK(names == std::vector<std::string>{"a100-sxm-80gb", "b200", "b200-simumax-node", "h100-sxm", "h100-sxm-96gb-500w", "h200-sxm", "h800-sxm",
                                          "h800-sxm-deepseek-2024", "host-cpu-core"});
   // The host backend's core: every figure sourced (the nine, the GEMM model and the HBM efficiency,
   // both placeholders for plumb calibrate), every dtype computed in fp32 at one rate.
@@ -58,15 +58,16 @@ TEST_CASE("every bundled GPU profile reads, with a source for each figure") {
     // The compute capability frameworks choose kernels by: on every NVIDIA profile (NVIDIA's table; the
     // H800 as the H100 it is cut from).
     CHECK(g.sources.count("compute_capability") == 1);
-    CHECK(g.compute_capability == (name == "b200" ? "10.0" : name == "a100-sxm-80gb" ? "8.0" : "9.0"));
+    const bool blackwell = name.starts_with("b200");  // b200-simumax-node: the B200 at its node's measured clock
+    CHECK(g.compute_capability == (blackwell ? "10.0" : name == "a100-sxm-80gb" ? "8.0" : "9.0"));
     CHECK(g.sources.size() == 9 + optional + extra + measured_rate + 1 + 1);
     // Hopper: FA2's two rates, the two half-sequences and the reference, the power limit its rates are
     // priced at, its idle draw and the clock's exponent (and the 500 W H100's default limit); B200: three
     // clocks (GEMMs, FP8, attention), the power limit they were measured at, its idle draw and the clock's
     // exponent, its half-sequence and reference, FA2's and cuDNN's rates, half-sequences and references, and
     // what fused attention keeps under dropout (forward, backward).
-    CHECK(extra == (hopper_name(name) ? 8u : 0u) + (name == "b200" ? 18u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
-    CHECK(optional == (hopper_name(name) ? 4u : name == "b200" ? 3u : 1u));
+    CHECK(extra == (hopper_name(name) ? 8u : 0u) + (blackwell ? 18u : name == "h100-sxm-96gb-500w" ? 1u : 0u));
+    CHECK(optional == (hopper_name(name) ? 4u : blackwell ? 3u : 1u));
     // fp8 GEMMs with fine-grained scaling reach less of their (doubled) peak than bf16 ones of theirs.
     if (hopper_name(name)) CHECK(g.gemm_efficiency_at(1e12, MathDtype::fp8) < g.gemm_efficiency_at(1e12, MathDtype::bf16));
     // Tensor-core fp8 doubles bf16 wherever fp8 exists (Hopper whitepaper; B200 datasheet), to the

@@ -55,6 +55,32 @@ std::string calibration_report(const Calibration& c) {
   return out;
 }
 
+std::string clock_fit_report(const ClockFit& f, const std::string& profile) {
+  std::string out = fmt::format(
+      "settled clock: x{:.3f} of {}'s (median of {} dense bf16 GEMMs of {:g} FLOPs or more, quartiles {:.3f}-{:.3f}; the shape model kept)\n",
+      f.ratio, profile, f.points, kClockFitMinFlops, f.lower_quartile, f.upper_quartile);
+  if (f.weight_gradient_points > 0)
+    out += fmt::format("  not fitted: {} weight-gradient GEMMs as long ran at a median x{:.3f} (a kernel difference, not the clock)\n",
+                       f.weight_gradient_points, f.weight_gradient_ratio);
+  out += fmt::format("  sustained_compute_scale {:.3f} -> {:.3f}, sustained_compute_scale_fp8 {:.3f} -> {:.3f}, sustained_attention_scale {:.3f} -> {:.3f}\n",
+                     f.compute_before, f.compute_after, f.fp8_before, f.fp8_after, f.attention_before, f.attention_after);
+  return out;
+}
+
+Json clock_fit_json(const ClockFit& f) {
+  return {{"clock_ratio", f.ratio},
+          {"lower_quartile", f.lower_quartile},
+          {"upper_quartile", f.upper_quartile},
+          {"points", f.points},
+          {"min_flops", kClockFitMinFlops},
+          {"weight_gradient_ratio", f.weight_gradient_ratio},
+          {"weight_gradient_points", f.weight_gradient_points},
+          {"sustained_compute_scale", {{"before", f.compute_before}, {"after", f.compute_after}}},
+          {"sustained_compute_scale_fp8", {{"before", f.fp8_before}, {"after", f.fp8_after}}},
+          {"sustained_attention_scale", {{"before", f.attention_before}, {"after", f.attention_after}}},
+          {"profile", f.profile}};
+}
+
 Json calibration_json(const Calibration& c) {
   Json fits = Json::array();
   for (const GemmFit& g : c.gemm) {
