@@ -156,9 +156,11 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // → 10.0% / 28.2%, what they hold beyond plumb's terms not found yet (docs/fidelity.md).
   // Session 39: SimuMax's rows at their node's settled clock (b200-simumax-node: plumb calibrate --clock on the
   // node's own GEMM table, 0.803 of b200's settled rate at every long GEMM): 26.5% / 34.9% → 12.0% / 23.8%.
+  // Transformer Engine's grouped GEMM as it runs, one cuBLAS GEMM an expert on 4 streams
+  // (training.grouped_gemm_streams): the MoE rows 1-3 points slower, SimuMax 12.0% → 11.2%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.121, 0.24},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
+                          {"simumax-b200", false, 0.113, 0.24},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.12, 0.25},
                           {"torchtitan-h100-2024-12", true, 0.101, 0.285},
                           {"torchtitan-h200-2025-06", false, 0.064, 0.071},

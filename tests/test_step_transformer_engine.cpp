@@ -18,16 +18,16 @@ const GpuSpec& b200() {
   return g;
 }
 
-// The first layer's op named `name`, under the job's layout, if it has one.
-std::optional<LayerOp> find_op(const Job& job, const std::string& name) {
+// Layer `layer`'s op named `name` (the first layer's by default), under the job's layout, if it has one.
+std::optional<LayerOp> find_op(const Job& job, const std::string& name, std::int64_t layer = 0) {
   const OpContext ctx = op_context(job.layout, job.training, job.cluster.gpu);
-  for (const LayerOp& op : layer_ops(job.model, 0, ctx))
+  for (const LayerOp& op : layer_ops(job.model, layer, ctx))
     if (op.name == name) return op;
   return std::nullopt;
 }
 
-LayerOp op_named(const Job& job, const std::string& name) {
-  std::optional<LayerOp> op = find_op(job, name);
+LayerOp op_named(const Job& job, const std::string& name, std::int64_t layer = 0) {
+  std::optional<LayerOp> op = find_op(job, name, layer);
   if (!op) FAIL("no op " << name);
   return *op;
 }
@@ -144,4 +144,36 @@ TEST_CASE("All-to-all context parallelism: one kernel over every key, its exchan
   // The ring hides its sends behind the blocks; the all-to-all cannot, but runs one kernel at the
   // full sequence's rate: here that wins (cuDNN at 32,768 keys against eight blocks of 4,096).
   CHECK(run(a2a).report.step_time < run(ring).report.step_time);
+}
+
+TEST_CASE("Transformer Engine's grouped GEMM: one cuBLAS GEMM an expert, four streams sharing the SMs") {
+  // TE v2.11 multi_stream_cublas_gemm: expert i's GEMM on compute stream i % 4 (num_compute_streams = 4).
+  // DeepSeek-V3 truncated, EP4: 64 local experts of 512 tokens each (4,096 tokens a rank, top-8 of 256,
+  // padded to capacity), 7168 → 2 × 2048 for gate+up.
+  const Job job = scenario("published/simumax-b200-deepseek-v3-tp1-ep4-pp2-mbc4.json");
+  REQUIRE(job.training.grouped_gemm_streams == 4);  // the megatron-core-2026-01 profile's
+  const LayerOp experts = op_named(job, "experts: gate+up projection", 1);  // layer 0 is dense
+  const GemmShape g = gemm_shape(experts, 0);
+  REQUIRE(g.groups == doctest::Approx(64));
+  REQUIRE(g.m == doctest::Approx(512));
+  const GpuSpec& gpu = job.cluster.gpu;
+  const GemmShapeModel& dense = gpu.gemm_model.at(MathDtype::bf16);
+  // 16 rounds of four GEMMs at once: the dense kernel's model over four GEMMs' tiles.
+  const double four = dense.efficiency(g.m, g.n, g.k, 4, gpu.sms);
+  const double pace = gpu.peak_dense.at(MathDtype::bf16) * gpu.sustained_scale(MathDtype::bf16);
+  CHECK(op_time(experts, 0, gpu, job.training).seconds == doctest::Approx(experts.executed_flops(0) / (pace * four)).epsilon(1e-9));
+  // One grouped kernel over all 64 experts' tiles fills its waves better: faster.
+  const Job grouped = scenario("published/simumax-b200-deepseek-v3-tp1-ep4-pp2-mbc4.json", {"training.grouped_gemm_streams=0"});
+  const double one_kernel = op_time(experts, 0, gpu, grouped.training).seconds;
+  CHECK(one_kernel == doctest::Approx(experts.executed_flops(0) / (pace * gpu.gemm_efficiency_of(g.m, g.n, g.k, 64, MathDtype::bf16))));
+  CHECK(one_kernel < op_time(experts, 0, gpu, job.training).seconds);
+  // Six experts on four streams: a round of four, then two.
+  LayerOp six = row_chunk(experts, 64.0 / 6);  // six experts' rows, FLOPs and bytes
+  six.groups = 6;
+  const GemmShape g6 = gemm_shape(six, 0);
+  REQUIRE(g6.m == doctest::Approx(g.m));
+  const double per_gemm = six.executed_flops(0) / 6 / pace;
+  CHECK(op_time(six, 0, gpu, job.training).seconds ==
+        doctest::Approx(4 * per_gemm / dense.efficiency(g.m, g.n, g.k, 4, gpu.sms) + 2 * per_gemm / dense.efficiency(g.m, g.n, g.k, 2, gpu.sms))
+            .epsilon(1e-9));
 }

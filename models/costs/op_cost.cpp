@@ -1,6 +1,7 @@
 #include "models/costs/op_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace plumb {
 
@@ -18,17 +19,37 @@ double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
   return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
 }
 
+// A GEMM's efficiency as the framework runs it: one kernel (a grouped one as one grouped kernel), or, with
+// training.grouped_gemm_streams, a grouped GEMM's groups as dense GEMMs queued round-robin on that many
+// streams, as many at a time sharing the SMs (Transformer Engine's multi_stream_cublas_gemm): full rounds,
+// then the groups left over.
+double gemm_efficiency(const GpuSpec& gpu, const GemmShape& g, MathDtype dtype, int pass, const TrainingSpec& training) {
+  const bool weight_gradient = pass == 2;
+  if (g.groups <= 1 || training.grouped_gemm_streams <= 0) return gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, weight_gradient);
+  const double streams = std::min(static_cast<double>(training.grouped_gemm_streams), g.groups);
+  const double rounds = std::floor(g.groups / streams), rest = g.groups - rounds * streams;
+  double time = rounds * streams / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, streams, dtype, weight_gradient);
+  if (rest > 0) time += rest / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, rest, dtype, weight_gradient);
+  return g.groups / time;
+}
+
+// Kernels a GEMM's pass launches one after another: a grouped GEMM on streams, one a round.
+double gemm_launches(const GemmShape& g, const TrainingSpec& training) {
+  if (g.groups <= 1 || training.grouped_gemm_streams <= 0) return 1.0;
+  return std::ceil(g.groups / static_cast<double>(training.grouped_gemm_streams));
+}
+
 // A GEMM op that runs as several linears over the same input (LayerOp::parts): each its own kernel at
 // its own shape, each reading the whole input (forward and weight gradient) or writing a whole input
 // gradient (input gradient), its share of the weight and its own output.
-OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, MathDtype dtype, double peak) {
+OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, MathDtype dtype, double peak, const TrainingSpec& training) {
   double seconds = 0, compute_bound = 0;
   for (std::size_t i = 0; i < op.parts.size(); ++i) {
     const LayerOp part = linear_of(op, i);
     const GemmShape g = gemm_shape(part, pass);
-    const double compute = part.executed_flops(pass) / (peak * gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2));
+    const double compute = part.executed_flops(pass) / (peak * gemm_efficiency(gpu, g, dtype, pass, training));
     const double memory = gpu.hbm_seconds(part.bytes[static_cast<std::size_t>(pass)]);
-    seconds += std::max(compute, memory) + gpu.kernel_overhead;
+    seconds += std::max(compute, memory) + gpu.kernel_overhead * gemm_launches(g, training);
     if (compute >= memory) compute_bound += compute;
   }
   return {seconds, compute_bound >= seconds / 2};
@@ -48,19 +69,20 @@ OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSp
   const MathDtype dtype = fp8 ? MathDtype::fp8 : MathDtype::bf16;
   const bool fused_attention = op.cls != OpClass::gemm && training.attention_kernel != AttentionKernel::unfused;
   double peak = gpu.peak_dense.at(dtype) * (fused_attention ? gpu.attention_sustained_scale() : gpu.sustained_scale(dtype));
-  if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak);
+  if (op.cls == OpClass::gemm && op.parts.size() > 1) return separate_gemms_time(op, pass, gpu, dtype, peak, training);
   const double memory = memory_seconds(op, p, gpu);
-  double efficiency = 1.0;
+  double efficiency = 1.0, launches = 1.0;
   if (op.cls == OpClass::gemm) {
     const GemmShape g = gemm_shape(op, pass);
-    efficiency = gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, pass == 2);
+    efficiency = gemm_efficiency(gpu, g, dtype, pass, training);
+    launches = gemm_launches(g, training);
   } else if (!fused_attention)
     efficiency = gpu.gemm_efficiency_at(op.flops[p], dtype);  // unfused attention is batched GEMMs
   else
     efficiency = gpu.attention_efficiency_of(attention_kernel_name(training.attention_kernel), pass != 0, op.attention_keys) *
                  (op.attention_dropout ? gpu.attention_dropout_scale_of(pass != 0) : 1.0);
   double compute = op.executed_flops(pass) / (peak * efficiency);
-  return {std::max(compute, memory) + overhead, compute >= memory};
+  return {std::max(compute, memory) + overhead * launches, compute >= memory};
 }
 
 double pass_bytes(const LayerOp& op, int pass) {

@@ -128,6 +128,11 @@ double GpuSpec::gemm_efficiency_of(double m, double n, double k, double groups, 
   return gemm_efficiency_at(2 * m * n * k * groups, dtype);
 }
 
+double GpuSpec::concurrent_gemms_efficiency(double m, double n, double k, double concurrent, MathDtype dtype, bool weight_gradient) const {
+  if (const GemmShapeModel* model = gemm_model_for(dtype, 1, weight_gradient)) return model->efficiency(m, n, k, concurrent, sms);
+  return gemm_efficiency_at(2 * m * n * k * concurrent, dtype);
+}
+
 std::string_view math_dtype_name(MathDtype d) {
   switch (d) {
     case MathDtype::fp32: return "fp32";

@@ -79,6 +79,10 @@ struct GpuSpec {
   const GemmShapeModel* gemm_model_for(MathDtype dtype, double groups, bool weight_gradient) const;
   // The shape model's efficiency where the dtype has one, else the table's for the GEMMs' FLOPs.
   double gemm_efficiency_of(double m, double n, double k, double groups, MathDtype dtype, bool weight_gradient = false) const;
+  // `concurrent` dense GEMMs of one shape, each its own kernel, sharing the SMs at once (a grouped GEMM's
+  // groups queued on several streams): the dense kernel's model over their tiles together, never a grouped
+  // kernel's.
+  double concurrent_gemms_efficiency(double m, double n, double k, double concurrent, MathDtype dtype, bool weight_gradient) const;
   // Seconds each kernel adds on a busy stream beyond its work (launch and ramp): measured by
   // plumb-validate bench (back-to-back empty kernels) and set by plumb calibrate; absent: 0.
   double kernel_overhead = 0;

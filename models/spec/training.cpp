@@ -132,6 +132,7 @@ TrainingSpec read_training(ObjectReader& r) {
   t.host_overhead = r.quantity("host_overhead", Dimension::time, Need::optional).value_or(0.0);
   if (t.host_overhead > 0.1)
     r.error("host_overhead", fmt::format("the host's time a kernel must be at most 100 ms (e.g. \"20us\"), not {} s", t.host_overhead));
+  t.grouped_gemm_streams = r.integer("grouped_gemm_streams", Need::optional, 0, 128).value_or(0);
   t.expert_weight_bytes = r.choice<double>("expert_weights", Need::optional, {{"as_inputs", 0.0}, {"fp4", 0.5 + 1.0 / 32.0}}).value_or(0.0);
   t.fp8_gemm_inputs = t.precision == Precision::fp8;
   if (r.child("fp8_recipe", Need::optional)) {

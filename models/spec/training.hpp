@@ -149,6 +149,10 @@ struct TrainingSpec {
   // and the launch call (training.host_overhead). The GPU waits where the host has not yet issued its
   // next kernel (models/costs Pass::issue_end); 0: the host always keeps ahead.
   double host_overhead = 0;
+  // How a grouped (expert) GEMM runs: 0, as one grouped kernel over all its groups' tiles; N, as one dense
+  // GEMM a group queued round-robin on N streams, N of them sharing the SMs at a time (Transformer
+  // Engine's multi_stream_cublas_gemm on 4 streams: training.grouped_gemm_streams).
+  std::int64_t grouped_gemm_streams = 0;
   // The per-op figures that price this run's elementwise ops: the eager ones, or when compiled those of
   // the ops that stay unfused; none when the framework fuses them all.
   const EagerElementwise* eager() const {
