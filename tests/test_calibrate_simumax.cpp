@@ -123,6 +123,16 @@ TEST_CASE("plumb calibrate --clock: the SimuMax node's settled clock, one factor
   CHECK(f.lower_quartile < f.ratio);
   CHECK(f.upper_quartile > f.ratio);
   CHECK(f.upper_quartile - f.lower_quartile < 0.06);  // one clock: a narrow spread over 1-67 ms GEMMs
+  // ... and little drift with size: 0.813 at 1-4 TFLOP, 0.798 at 4-16, 0.764 from 16 (the longest, 15-67 ms).
+  REQUIRE(f.bands.size() == 3);
+  std::size_t banded = 0;
+  for (const ClockBand& b : f.bands) {
+    INFO(b.min_flops);
+    CHECK(b.ratio == doctest::Approx(f.ratio).epsilon(0.06));
+    banded += b.points;
+  }
+  CHECK(banded == f.points);
+  CHECK(f.bands.front().ratio > f.bands.back().ratio);
   CHECK(f.weight_gradient_points == 73);
   CHECK(f.weight_gradient_ratio < f.ratio);  // reported, not fitted
   CHECK(f.compute_after == doctest::Approx(0.762 * f.ratio).epsilon(0.002));

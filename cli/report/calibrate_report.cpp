@@ -59,6 +59,12 @@ std::string clock_fit_report(const ClockFit& f, const std::string& profile) {
   std::string out = fmt::format(
       "settled clock: x{:.3f} of {}'s (median of {} dense bf16 GEMMs of {:g} FLOPs or more, quartiles {:.3f}-{:.3f}; the shape model kept)\n",
       f.ratio, profile, f.points, kClockFitMinFlops, f.lower_quartile, f.upper_quartile);
+  out += "  by size:";
+  for (const ClockBand& b : f.bands)
+    out += b.max_flops > 0 ? fmt::format(" {:g}-{:g} TFLOP x{:.3f} ({}),", b.min_flops / 1e12, b.max_flops / 1e12, b.ratio, b.points)
+                           : fmt::format(" {:g} TFLOP and more x{:.3f} ({}),", b.min_flops / 1e12, b.ratio, b.points);
+  out.back() = '\n';
+  out += "  (a clock slows every size alike; a ratio that drifts with size points at shapes the model misses)\n";
   if (f.weight_gradient_points > 0)
     out += fmt::format("  not fitted: {} weight-gradient GEMMs as long ran at a median x{:.3f} (a kernel difference, not the clock)\n",
                        f.weight_gradient_points, f.weight_gradient_ratio);
@@ -73,6 +79,13 @@ Json clock_fit_json(const ClockFit& f) {
           {"upper_quartile", f.upper_quartile},
           {"points", f.points},
           {"min_flops", kClockFitMinFlops},
+          {"bands", [&f] {
+             Json bands = Json::array();
+             for (const ClockBand& b : f.bands)
+               bands.push_back({{"min_flops", b.min_flops}, {"max_flops", b.max_flops > 0 ? Json(b.max_flops) : Json(nullptr)},
+                                {"points", b.points}, {"clock_ratio", b.ratio}});
+             return bands;
+           }()},
           {"weight_gradient_ratio", f.weight_gradient_ratio},
           {"weight_gradient_points", f.weight_gradient_points},
           {"sustained_compute_scale", {{"before", f.compute_before}, {"after", f.compute_after}}},

@@ -35,10 +35,18 @@ ClockFit calibrate_clock(const Json& profile_json, const GpuSpec& gpu, const std
     return g.flops() / rate / g.seconds;
   };
   std::vector<double> dense, weight_gradient;
+  std::vector<ClockBand> bands{{kClockFitMinFlops, 4 * kClockFitMinFlops}, {4 * kClockFitMinFlops, 16 * kClockFitMinFlops},
+                               {16 * kClockFitMinFlops, 0}};
+  std::vector<std::vector<double>> by_band(bands.size());
   for (const Measurements& m : measured)
     for (const GemmMeasurement& g : m.gemm)
-      if (g.dtype == MathDtype::bf16 && g.groups == 1 && g.flops() >= kClockFitMinFlops && g.seconds > 0)
-        (g.weight_gradient ? weight_gradient : dense).push_back(ratio(g));
+      if (g.dtype == MathDtype::bf16 && g.groups == 1 && g.flops() >= kClockFitMinFlops && g.seconds > 0) {
+        const double r = ratio(g);
+        (g.weight_gradient ? weight_gradient : dense).push_back(r);
+        if (g.weight_gradient) continue;
+        for (std::size_t b = 0; b < bands.size(); ++b)
+          if (g.flops() >= bands[b].min_flops && (bands[b].max_flops == 0 || g.flops() < bands[b].max_flops)) by_band[b].push_back(r);
+      }
   if (dense.size() < kClockFitFewestGemms)
     throw InputError({{files, "",
                        fmt::format("{} dense bf16 forward or input-gradient GEMMs of {:g} FLOPs or more: the clock needs {} or more",
@@ -49,6 +57,12 @@ ClockFit calibrate_clock(const Json& profile_json, const GpuSpec& gpu, const std
   f.lower_quartile = quantile(dense, 0.25);
   f.upper_quartile = quantile(dense, 0.75);
   f.points = dense.size();
+  for (std::size_t b = 0; b < bands.size(); ++b)
+    if (!by_band[b].empty()) {
+      bands[b].points = by_band[b].size();
+      bands[b].ratio = median(by_band[b]);
+      f.bands.push_back(bands[b]);
+    }
   f.weight_gradient_points = weight_gradient.size();
   f.weight_gradient_ratio = median(weight_gradient);
   f.compute_before = gpu.sustained_compute_scale;

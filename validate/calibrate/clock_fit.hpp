@@ -20,11 +20,21 @@ inline constexpr double kClockFitMinFlops = 1e12;
 // Fewer GEMMs than this that long give no median worth a profile.
 inline constexpr std::size_t kClockFitFewestGemms = 5;
 
+// The fit's GEMMs of one band of sizes and their median: a clock moves every band alike, a shape the
+// model misses moves some more than others.
+struct ClockBand {
+  double min_flops = 0, max_flops = 0;  // [min, max); max 0: no upper bound
+  std::size_t points = 0;
+  double ratio = 0;
+};
+
 struct ClockFit {
   // The median over the long dense forward and input-gradient bf16 GEMMs of the profile's predicted time
   // over the measured one: the machine's settled clock over the profile's. With its quartiles.
   double ratio = 1, lower_quartile = 1, upper_quartile = 1;
   std::size_t points = 0;
+  // The same median by size: 1-4 TFLOP, 4-16, 16 and more (bands with no GEMM left out).
+  std::vector<ClockBand> bands;
   // The weight-gradient GEMMs of the same length (fp32-accumulating kernels in some frameworks): their
   // median, reported beside the fit and not part of it (a kernel difference, not the clock). 0 if none.
   double weight_gradient_ratio = 0;
