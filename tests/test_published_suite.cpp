@@ -158,9 +158,14 @@ TEST_CASE("published suite: every case simulates, and the errors per publication
   // node's own GEMM table, 0.803 of b200's settled rate at every long GEMM): 26.5% / 34.9% → 12.0% / 23.8%.
   // Transformer Engine's grouped GEMM as it runs, one cuBLAS GEMM an expert on 4 streams
   // (training.grouped_gemm_streams): the MoE rows 1-3 points slower, SimuMax 12.0% → 11.2%.
+  // The backward's TP traffic beside its GEMMs as Megatron-LM (2022 on) and Transformer Engine run it
+  // (parallel.tp_backward_overlap: the saved shard gathered again beside the input gradient, its
+  // reduce-scatter beside the weight gradient): the TP rows 0.5-3 points faster, SimuMax 11.2% / 23.8% →
+  // 11.8% / 26.7% (its TP8 rows were nearer for exposing a reduce-scatter that runs hidden), Korthikanti
+  // 4.3% / 9.5% → 4.7% / 8.9%.
   const Bound bounds[] = {{"sc21-table1", false, 0.04, 0.07},           {"korthikanti-2022", false, 0.05, 0.10},
                           {"deepseek-v3", false, 0.105, 0.105},          {"simumax-b200", true, 0.03, 0.05},
-                          {"simumax-b200", false, 0.113, 0.24},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
+                          {"simumax-b200", false, 0.119, 0.27},          {"torchtitan-h100-2024-12", false, 0.075, 0.17},
                           {"torchtitan-asynctp-h100-2025-06", false, 0.12, 0.25},
                           {"torchtitan-h100-2024-12", true, 0.101, 0.285},
                           {"torchtitan-h200-2025-06", false, 0.064, 0.071},

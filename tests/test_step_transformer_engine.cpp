@@ -177,3 +177,34 @@ TEST_CASE("Transformer Engine's grouped GEMM: one cuBLAS GEMM an expert, four st
         doctest::Approx(4 * per_gemm / dense.efficiency(g.m, g.n, g.k, 4, gpu.sms) + 2 * per_gemm / dense.efficiency(g.m, g.n, g.k, 2, gpu.sms))
             .epsilon(1e-9));
 }
+
+TEST_CASE("The backward's TP traffic beside its GEMMs, as Transformer Engine's column-parallel linears run it") {
+  // TE v2.11 _Linear/_LayerNormLinear.backward under sequence parallelism: the saved input shard all-gathered
+  // again (async) beside the input gradient's GEMM, the input gradient's reduce-scatter (async) beside the
+  // weight gradient's. Llama 3 70B at TP8: two column-parallel linears a layer (qkv, gate+up).
+  const Job job = scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc8.json");
+  REQUIRE(job.layout.tp_backward_overlap);  // the megatron-core-2026-01 profile's
+  REQUIRE(job.layout.sequence_parallel);
+  const Job exposed = scenario("published/simumax-b200-llama3-70b-tp8-ep1-pp1-mbc8.json", {"parallel.tp_backward_overlap=false"});
+  const StageCost with = stage_costs(job), without = stage_costs(exposed);
+  auto overlapped_tp = [](const Pass& p) {
+    std::size_t n = 0;
+    for (const Segment& s : p.segments) n += s.overlapped && s.kind == CommKind::tp;
+    return n;
+  };
+  // The output head is a column-parallel linear too (Megatron's ColumnParallelLinear, the same autograd function).
+  const auto linears = 2 * static_cast<std::size_t>(job.model.layers) + 1;
+  CHECK(overlapped_tp(without.backward) == 0);
+  CHECK(overlapped_tp(with.backward) == 2 * linears);  // a re-gather and a reduce-scatter for each
+  // The re-gathers are traffic the forward's gathered copies spared before: the forward's all-gathers again. The
+  // forward moves two all-gathers and two reduce-scatters a layer, alike in bytes, and the head's all-gather.
+  const double gather = with.forward.comm(CommKind::tp) / static_cast<double>(2 * linears - 1);
+  CHECK(with.backward.comm(CommKind::tp) - without.backward.comm(CommKind::tp) ==
+        doctest::Approx(static_cast<double>(linears) * gather).epsilon(1e-6));
+  CHECK(with.backward.compute() == doctest::Approx(without.backward.compute()));
+  CHECK(with.backward.span() < without.backward.span());  // more traffic, less of it in the way
+  // A split backward (zero-bubble schedules) defers the weight gradient: the reduce-scatter has nothing to hide
+  // under and waits after the input gradient, the re-gather still beside it.
+  CHECK(overlapped_tp(with.input_grad) == linears);
+  CHECK(with.forward.span() == doctest::Approx(without.forward.span()));  // the forward is as it was
+}

@@ -247,6 +247,7 @@ class StageCoster {
         const bool gather = async_tp() && op.cls == OpClass::gemm && op.after == CommPoint::tp_exit && gathers_into(op);
         const bool scatter =
             !gather && async_tp() && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter && !op.sums_input_grads;
+        const bool overlapped = !gather && !scatter && overlaps_tp_backward(op);
         if (!gather) add_tp_or_ep(*p, op.after, false);
         if (gather || scatter) {
           add_async_tp(*p, op, 1, gather ? CollectiveOp::all_gather : CollectiveOp::reduce_scatter);
@@ -263,10 +264,12 @@ class StageCoster {
           p->add_overlapped(dx - dx / cp(), cp_fwd_, CommKind::cp, host_);
         } else if (ring_cp(op)) {
           p->add_overlapped(dx, 2 * cp_fwd_, CommKind::cp, host_);
+        } else if (overlapped) {
+          add_tp_backward_overlapped(*p, dx - dw, dw);
         } else {
           add_backward_kernels(*p, dx - dw, dw);
         }
-        if (!scatter) add_tp_or_ep(*p, op.before, false);
+        if (!scatter && !overlapped) add_tp_or_ep(*p, op.before, false);
       }
     }
     for (const LayerOp& op : ops) lp.weight_grad.add_kernel(seconds(op, 2), host_);
@@ -339,6 +342,22 @@ class StageCoster {
     if (op == CollectiveOp::reduce_scatter) p.add_kernel(job_.cluster.gpu.hbm_seconds(bytes * (1 + 1 / n)), host_);
   }
   // An op's input gradient and weight gradient: two kernels where both do work.
+  // A column-parallel linear's backward whose TP traffic runs beside its GEMMs (ParallelLayout::tp_backward_overlap).
+  bool overlaps_tp_backward(const LayerOp& op) const {
+    return job_.layout.tp_backward_overlap && job_.layout.tp > 1 && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter;
+  }
+  // Its input shard gathered again beside the input gradient's GEMM (sequence parallelism), then the input
+  // gradient's reduce-scatter or all-reduce beside the weight gradient's GEMM, or after the input gradient
+  // when the weight gradient is deferred (a split backward).
+  void add_tp_backward_overlapped(Pass& p, double input_grad, double weight_grad) const {
+    const double regather = job_.layout.sequence_parallel ? tp_or_ep(CommPoint::tp_enter, true) : 0.0;
+    const double reduce = tp_or_ep(CommPoint::tp_enter, false);
+    p.add_overlapped(input_grad, regather, CommKind::tp, host_);
+    if (regather > 0) add_sequence_parallel_copy(p, CommPoint::tp_enter, true);
+    if (weight_grad > 0) p.add_overlapped(weight_grad, reduce, CommKind::tp, host_);
+    else p.add_comm(reduce, CommKind::tp);
+    if (reduce > 0) add_sequence_parallel_copy(p, CommPoint::tp_enter, false);
+  }
   void add_backward_kernels(Pass& p, double input_grad, double weight_grad) const {
     p.add_kernel(input_grad, host_);
     p.add_kernel(weight_grad, host_);
@@ -384,9 +403,11 @@ class StageCoster {
     const double t = tp_or_ep(c, forward);
     pass.add_comm(t, kind_of(c));
     const bool tp_collective = c == CommPoint::tp_enter || c == CommPoint::tp_exit;
-    if (t > 0 && tp_collective && job_.layout.sequence_parallel && job_.layout.sequence_parallel_copies) {
+    if (t > 0 && tp_collective) add_sequence_parallel_copy(pass, c, forward);
+  }
+  void add_sequence_parallel_copy(Pass& pass, CommPoint c, bool forward) const {
+    if (job_.layout.sequence_parallel && job_.layout.sequence_parallel_copies)
       pass.add_kernel(job_.cluster.gpu.hbm_seconds(2.0 * tp_bytes(tp_op(c, forward))), host_);
-    }
   }
   double tp_or_ep(CommPoint c, bool forward) const {
     const bool sp = job_.layout.sequence_parallel;

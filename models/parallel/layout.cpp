@@ -115,6 +115,7 @@ ParallelLayout read_parallel(ObjectReader& r) {
   p.fp8_weight_gathers = r.boolean("fp8_weight_gathers", Need::optional).value_or(false);
   p.comm_sms = static_cast<std::int32_t>(r.integer("comm_sms", Need::optional, 1, 1024).value_or(20));
   p.overlap_p2p = r.boolean("overlap_p2p", Need::optional).value_or(true);
+  p.tp_backward_overlap = r.boolean("tp_backward_overlap", Need::optional).value_or(false);
   p.overlap_grad_reduce = r.boolean("overlap_grad_reduce", Need::optional).value_or(true);
   p.reshard_after_forward = r.boolean("reshard_after_forward", Need::optional).value_or(true);
   r.retired("fsdp_root_gathered", "write \"fsdp_outer_units\": \"root\" for true, \"none\" for false (or \"split\" for "

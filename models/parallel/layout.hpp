@@ -104,6 +104,13 @@ struct ParallelLayout {
   // the backward (Megatron-LM's --overlap-grad-reduce, PyTorch DDP buckets). false: every reduction
   // waits for the whole backward, as Megatron-LM did at SC'21.
   bool overlap_grad_reduce = true;
+  // The backward of a column-parallel linear overlaps its tensor-parallel traffic with its own GEMMs:
+  // under sequence parallelism the input shard it saved is all-gathered again beside the input gradient's
+  // GEMM, and the input gradient's reduce-scatter (all-reduce without sequence parallelism) runs beside the
+  // weight gradient's GEMM (Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication since 2022,
+  // Transformer Engine's Linear and LayerNormLinear). false: the input gradient's collective waits for
+  // both GEMMs, and nothing is gathered again (the forward's gathered input is what the backward reads).
+  bool tp_backward_overlap = false;
   // ZeRO-3 (FSDP) frees each layer's gathered weights after its forward and gathers them again for the
   // backward (true), or keeps the stage's weights gathered from the first forward to the end of the step
   // and its gradients unsharded until the last micro-batch (false: FSDP2's reshard_after_forward=False,
