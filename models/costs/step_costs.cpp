@@ -341,7 +341,6 @@ class StageCoster {
     p.add_overlapped(one * (n - 1), (n - 1) * bytes / n / groups_.links.nvlink, CommKind::tp, host_, true);
     if (op == CollectiveOp::reduce_scatter) p.add_kernel(job_.cluster.gpu.hbm_seconds(bytes * (1 + 1 / n)), host_);
   }
-  // An op's input gradient and weight gradient: two kernels where both do work.
   // A column-parallel linear's backward whose TP traffic runs beside its GEMMs (ParallelLayout::tp_backward_overlap).
   bool overlaps_tp_backward(const LayerOp& op) const {
     return job_.layout.tp_backward_overlap && job_.layout.tp > 1 && op.cls == OpClass::gemm && op.before == CommPoint::tp_enter;
@@ -358,6 +357,7 @@ class StageCoster {
     else p.add_comm(reduce, CommKind::tp);
     if (reduce > 0) add_sequence_parallel_copy(p, CommPoint::tp_enter, false);
   }
+  // An op's input gradient and weight gradient: two kernels where both do work.
   void add_backward_kernels(Pass& p, double input_grad, double weight_grad) const {
     p.add_kernel(input_grad, host_);
     p.add_kernel(weight_grad, host_);
