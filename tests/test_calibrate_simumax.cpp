@@ -1,9 +1,12 @@
 // Calibrating from measurements taken elsewhere: a SimuMax system config's GEMM tables read as plumb's
 // measurements, and rates timed back to back (at a sustained clock) fitted under a profile's
 // sustained_compute_scale.
+#include <cmath>
 #include <doctest/doctest.h>
 
 #include "catalogue_fixtures.hpp"
+#include "models/costs/op_cost.hpp"
+#include "models/input/statistics.hpp"
 #include "validate/calibrate/calibrate.hpp"
 #include "validate/calibrate/clock_fit.hpp"
 #include "validate/calibrate/simumax_system.hpp"
@@ -170,4 +173,34 @@ TEST_CASE("plumb calibrate --clock refuses burst rates and too few long GEMMs, n
   doc["gemm"].erase(1);
   CHECK_THROWS_WITH_AS(calibrate_clock(base, b200, {read_measurements(doc, "b2b.json")}),
                        doctest::Contains("3 dense bf16 forward or input-gradient GEMMs of 1e+12 FLOPs or more: the clock needs 5"), InputError);
+}
+
+TEST_CASE("Transformer Engine's grouped GEMMs on four streams agree with the SimuMax node's grouped table, which one grouped kernel does not") {
+  // The node's group_matmul rows (TE 2.11 GroupedLinear, 20-256 experts of 128-9832 tokens, forward and input
+  // gradient): a check the four-stream model (training.grouped_gemm_streams, from TE's source) was not set from.
+  Diagnostics d;
+  SourceFile src{"test", data_dir(), &d, {}};
+  const GpuSpec node = *read_gpu(Json("b200-simumax-node"), "", src);
+  REQUIRE(d.empty());
+  const Measurements m = read_simumax_system(profile_file("tests/fixtures/calibration", "simumax-b200-bf16-ceperm"), "node.json");
+  TrainingSpec streams, one_kernel;
+  streams.grouped_gemm_streams = 4;
+  const double pace = node.peak_dense.at(MathDtype::bf16) * node.sustained_scale(MathDtype::bf16);
+  std::vector<double> four, one;
+  for (const GemmMeasurement& g : m.gemm) {
+    if (g.groups <= 1 || g.weight_gradient) continue;
+    const GemmShape shape{g.m, g.n, g.k, g.groups};
+    four.push_back(g.flops() / (pace * gemm_efficiency(node, shape, MathDtype::bf16, 0, streams)) / g.seconds);
+    one.push_back(g.flops() / (pace * gemm_efficiency(node, shape, MathDtype::bf16, 0, one_kernel)) / g.seconds);
+  }
+  REQUIRE(four.size() == 72);
+  auto rms_log = [](const std::vector<double>& r) {
+    double s = 0;
+    for (double x : r) s += std::log(x) * std::log(x);
+    return std::sqrt(s / static_cast<double>(r.size()));
+  };
+  // Predicted over measured time: 1.03 at the median on four streams, 0.87 as one kernel (too fast).
+  CHECK(median(four) == doctest::Approx(1.03).epsilon(0.03));
+  CHECK(median(one) < 0.9);
+  CHECK(rms_log(four) < rms_log(one));
 }

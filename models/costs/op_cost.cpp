@@ -19,10 +19,9 @@ double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
   return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
 }
 
-// A GEMM's efficiency as the framework runs it: one kernel (a grouped one as one grouped kernel), or, with
-// training.grouped_gemm_streams, a grouped GEMM's groups as dense GEMMs queued round-robin on that many
-// streams, as many at a time sharing the SMs (Transformer Engine's multi_stream_cublas_gemm): full rounds,
-// then the groups left over.
+}  // namespace
+
+// Streams: full rounds of as many GEMMs as streams sharing the SMs, then the groups left over.
 double gemm_efficiency(const GpuSpec& gpu, const GemmShape& g, MathDtype dtype, int pass, const TrainingSpec& training) {
   const bool weight_gradient = pass == 2;
   if (g.groups <= 1 || training.grouped_gemm_streams <= 0) return gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, weight_gradient);
@@ -32,6 +31,8 @@ double gemm_efficiency(const GpuSpec& gpu, const GemmShape& g, MathDtype dtype, 
   if (rest > 0) time += rest / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, rest, dtype, weight_gradient);
   return g.groups / time;
 }
+
+namespace {
 
 // Kernels a GEMM's pass launches one after another: a grouped GEMM on streams, one a round.
 double gemm_launches(const GemmShape& g, const TrainingSpec& training) {

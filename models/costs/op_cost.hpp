@@ -15,6 +15,10 @@ struct OpTime {
 // pass: 0 forward, 1 input gradient, 2 weight gradient.
 // Reads the GPU profile and, of the training, its precision and attention kernel.
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training);
+// A GEMM's efficiency of the GPU's peak as the framework runs it in `pass`: one kernel (a grouped one as
+// one grouped kernel), or, with training.grouped_gemm_streams, a grouped GEMM's groups as dense GEMMs
+// queued round-robin on that many streams (Transformer Engine's multi_stream_cublas_gemm).
+double gemm_efficiency(const GpuSpec& gpu, const GemmShape& g, MathDtype dtype, int pass, const TrainingSpec& training);
 
 // The HBM bytes a pass of `op` moves: its own, or with separate linears (LayerOp::parts) the sum of
 // theirs, each reading or writing the whole input.
