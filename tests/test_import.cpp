@@ -146,3 +146,32 @@ TEST_CASE("plan --emit torchtitan writes settings that plumb import torchtitan r
   CHECK(back.scenario["parallel"]["dp"] == 128);
   CHECK(back.scenario["parallel"]["dp_shard"] == 8);
 }
+
+TEST_CASE("a Megatron-LM MoE launch without --moe-grouped-gemm runs its experts one after another (SequentialMLP)") {
+  const std::string launch =
+      "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 "
+      "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 8 --vocab-size 32000 --bf16 "
+      "--swiglu --ffn-hidden-size 2816 --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 8";
+  auto streams_of = [](const ScenarioImport& imported) {
+    const fs::path written = fs::temp_directory_path() / "plumb-import-moe-test.json";
+    std::ofstream(written) << imported.scenario.dump(1);
+    const Job job = load_scenario(written);
+    fs::remove(written);
+    return job.training.grouped_gemm_streams;
+  };
+  const ScenarioImport sequential = import_megatron(launch, "launch.sh", {});
+  CHECK(sequential.unknown.empty());
+  CHECK(sequential.scenario["training"]["grouped_gemm_streams"] == 1);
+  CHECK(streams_of(sequential) == 1);
+  // With it, TEGroupedMLP: the megatron-core-2026-01 profile's four streams (Transformer Engine 2.11).
+  const ScenarioImport grouped = import_megatron(launch + " --moe-grouped-gemm", "launch.sh", {});
+  CHECK(grouped.unknown.empty());
+  CHECK_FALSE(grouped.scenario["training"].contains("grouped_gemm_streams"));
+  CHECK(streams_of(grouped) == 4);
+  // A dense launch says nothing of it.
+  const ScenarioImport dense = import_megatron(
+      "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 16 "
+      "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 8 --vocab-size 32000 --bf16",
+      "launch.sh", {});
+  CHECK_FALSE(dense.scenario["training"].contains("grouped_gemm_streams"));
+}

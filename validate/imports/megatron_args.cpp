@@ -124,7 +124,7 @@ const std::set<std::string>& ignored_flags() {
       "--manual-gc", "--use-rotary-position-embeddings", "--no-load-optim", "--no-load-rng", "--log-timers-to-tensorboard",
       "--log-memory-to-tensorboard", "--log-validation-ppl-to-tensorboard", "--mock-data", "--no-create-attention-mask-in-dataloader",
       "--cross-entropy-loss-fusion", "--bias-swiglu-fusion", "--no-bias-swiglu-fusion", "--moe-token-dispatcher-type",
-      "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-grouped-gemm", "--moe-router-dtype", "--ckpt-format",
+      "--moe-router-load-balancing-type", "--moe-aux-loss-coeff", "--moe-router-dtype", "--ckpt-format",
       "--master-addr", "--master-port", "--node-rank", "--rdzv-backend", "--rdzv-endpoint", "--rdzv-id", "--overlap-param-gather",
       "--tp-comm-overlap", "--use-torch-fsdp2", "--recompute-method", "--group-query-attention", "--use-distributed-optimizer-overlap",
       "--attention-softmax-in-fp32", "--accumulate-allreduce-grads-in-fp32", "--fp8-amax-history-len", "--fp8-amax-compute-algo",
@@ -221,6 +221,7 @@ ScenarioImport import_megatron(const std::string& text, const std::string& file,
     } else if (n == "--num-experts") { if (auto v = integer(1)) set(model["moe"], "experts", *v, "model.moe.experts"); }
     else if (n == "--moe-router-topk") { if (auto v = integer(1)) set(model["moe"], "top_k", *v, "model.moe.top_k"); }
     else if (n == "--moe-ffn-hidden-size") { if (auto v = integer(1)) set(model["moe"], "expert_ffn_hidden", *v, "model.moe.expert_ffn_hidden"); }
+    else if (n == "--moe-grouped-gemm") out.set_by.push_back("--moe-grouped-gemm: the framework's grouped GEMM (training.grouped_gemm_streams)");
     else if (n == "--nnodes") nodes = integer(1);
     else if (n == "--nproc-per-node") per_node = integer(1);
     else if (ignored_flags().count(n)) out.ignored.push_back(n);
@@ -241,6 +242,13 @@ ScenarioImport import_megatron(const std::string& text, const std::string& file,
   }
   if (model.contains("moe") && !model["moe"].contains("expert_ffn_hidden") && model["mlp"].contains("ffn_hidden"))
     model["moe"]["expert_ffn_hidden"] = model["mlp"]["ffn_hidden"];
+  // Without --moe-grouped-gemm Megatron-Core builds SequentialMLP, which runs the local experts one after
+  // another (core_r0.14.0 megatron/core/transformer/moe/experts.py): one GEMM an expert on one stream. With
+  // it, the framework profile's grouped GEMM (Transformer Engine's four streams) stands.
+  if (model.contains("moe") && !seen.count("--moe-grouped-gemm")) {
+    training["grouped_gemm_streams"] = 1;
+    out.set_by.push_back("no --moe-grouped-gemm: Megatron-Core's SequentialMLP, the experts one after another → training.grouped_gemm_streams 1");
+  }
   if (model["position_embedding"] == "learned" && !model.contains("max_seq") && training.contains("seq_len"))
     model["max_seq"] = training["seq_len"];
   if (!model.contains("vocab") && options.vocab > 0) {
