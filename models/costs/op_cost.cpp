@@ -19,24 +19,12 @@ double memory_seconds(const LayerOp& op, std::size_t p, const GpuSpec& gpu) {
   return seconds + gpu.hbm_seconds(std::max(rest, 0.0));
 }
 
-}  // namespace
-
-// Streams: full rounds of as many GEMMs as streams sharing the SMs, then the groups left over.
-double gemm_efficiency(const GpuSpec& gpu, const GemmShape& g, MathDtype dtype, int pass, const TrainingSpec& training) {
-  const bool weight_gradient = pass == 2;
-  if (g.groups <= 1 || training.grouped_gemm_streams <= 0) return gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, weight_gradient);
-  const double streams = std::min(static_cast<double>(training.grouped_gemm_streams), g.groups);
-  const double rounds = std::floor(g.groups / streams), rest = g.groups - rounds * streams;
-  double time = rounds * streams / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, streams, dtype, weight_gradient);
-  if (rest > 0) time += rest / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, rest, dtype, weight_gradient);
-  return g.groups / time;
-}
-
-namespace {
+// Whether a GEMM runs as its groups' dense GEMMs on streams (training.grouped_gemm_streams).
+bool on_streams(const GemmShape& g, const TrainingSpec& training) { return g.groups > 1 && training.grouped_gemm_streams > 0; }
 
 // Kernels a GEMM's pass launches one after another: a grouped GEMM on streams, one a round.
 double gemm_launches(const GemmShape& g, const TrainingSpec& training) {
-  if (g.groups <= 1 || training.grouped_gemm_streams <= 0) return 1.0;
+  if (!on_streams(g, training)) return 1.0;
   return std::ceil(g.groups / static_cast<double>(training.grouped_gemm_streams));
 }
 
@@ -57,6 +45,17 @@ OpTime separate_gemms_time(const LayerOp& op, int pass, const GpuSpec& gpu, Math
 }
 
 }  // namespace
+
+// Streams: full rounds of as many GEMMs as streams sharing the SMs, then the groups left over.
+double gemm_efficiency(const GpuSpec& gpu, const GemmShape& g, MathDtype dtype, int pass, const TrainingSpec& training) {
+  const bool weight_gradient = pass == 2;
+  if (!on_streams(g, training)) return gpu.gemm_efficiency_of(g.m, g.n, g.k, g.groups, dtype, weight_gradient);
+  const double streams = std::min(static_cast<double>(training.grouped_gemm_streams), g.groups);
+  const double rounds = std::floor(g.groups / streams), rest = g.groups - rounds * streams;
+  double time = rounds * streams / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, streams, dtype, weight_gradient);
+  if (rest > 0) time += rest / gpu.concurrent_gemms_efficiency(g.m, g.n, g.k, rest, dtype, weight_gradient);
+  return g.groups / time;
+}
 
 OpTime op_time(const LayerOp& op, int pass, const GpuSpec& gpu, const TrainingSpec& training) {
   const auto p = static_cast<std::size_t>(pass);

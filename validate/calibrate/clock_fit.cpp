@@ -28,9 +28,10 @@ ClockFit calibrate_clock(const Json& profile_json, const GpuSpec& gpu, const std
                          "(a SimuMax system config, or plumb's measurement file with \"sustained\": true)"}});
     files += (files.empty() ? "" : ", ") + fmt::format("{} ({}, {})", m.file, m.device, m.date);
   }
-  // The profile's time for a GEMM at its settled clock, over the measured time: the measured clock's share.
+  // The profile's time for a GEMM at its settled clock (a weight gradient at the profile's weight-gradient
+  // kernel where it has one), over the measured time: the measured clock's share.
   auto ratio = [&gpu](const GemmMeasurement& g) {
-    const double rate = gpu.peak_dense.at(MathDtype::bf16) * gpu.gemm_efficiency_of(g.m, g.n, g.k, 1, MathDtype::bf16, false) *
+    const double rate = gpu.peak_dense.at(MathDtype::bf16) * gpu.gemm_efficiency_of(g.m, g.n, g.k, 1, MathDtype::bf16, g.weight_gradient) *
                         gpu.sustained_scale(MathDtype::bf16);
     return g.flops() / rate / g.seconds;
   };
