@@ -284,8 +284,10 @@ class StageCoster {
     GroupPlacement pair{2, groups_.pp_crosses_nodes ? 2 : 1};
     // With mHC the boundary carries every residual stream (DeepSeek-V4 §2.2: more bytes between stages).
     const double streams = static_cast<double>(job_.model.residual_streams);
-    double t = collective_seconds(CollectiveOp::send_recv, streams * activation_bytes_ / static_cast<double>(job_.layout.tp), pair,
-                                  groups_.links);
+    const double bytes = streams * activation_bytes_ / static_cast<double>(job_.layout.tp);
+    double t = collective_seconds(CollectiveOp::send_recv, bytes, pair, groups_.links);
+    // Where the cluster's own exchange was measured, it is a floor: what the framework's calls add.
+    if (const auto& measured = job_.cluster.fabric.pipeline_send) t = std::max(t, measured->seconds(bytes));
     if (job_.layout.tp > 1 && !job_.layout.sequence_parallel)
       t += collective_seconds(CollectiveOp::all_gather, streams * activation_bytes_, groups_.tp, groups_.links);
     return t;

@@ -356,6 +356,12 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
     f.nvls_allreduce_algbw = r.quantity("nvls_allreduce_algbw", Dimension::bandwidth, Need::optional);
     f.nvlink_latency_scale = r.number("nvlink_latency_scale", Need::optional, 0.0, 100.0);
     f.network_latency_scale = r.number("network_latency_scale", Need::optional, 0.0, 100.0);
+    if (const Json* ps = r.child("pipeline_send", Need::optional)) {
+      ObjectReader pr(*ps, r.pointer("pipeline_send"), r.source());
+      const auto latency = pr.quantity("latency", Dimension::time, Need::required);
+      const auto bandwidth = pr.quantity("bandwidth", Dimension::bandwidth, Need::required);
+      if (latency && bandwidth) f.pipeline_send = PipelineSend{*latency, *bandwidth};
+    }
     if (const Json* t = r.child("topology", Need::required)) {
       ObjectReader tr(*t, r.pointer("topology"), r.source());
       f.topology.shape = tr.choice<FabricShape>("kind", Need::required,
@@ -378,6 +384,7 @@ std::optional<FabricSpec> read_fabric(const Json& value, const std::string& poin
     if (f.nvls_allreduce_algbw) figures.emplace_back("nvls_allreduce_algbw");
     if (f.nvlink_latency_scale) figures.emplace_back("nvlink_latency_scale");
     if (f.network_latency_scale) figures.emplace_back("network_latency_scale");
+    if (f.pipeline_send) figures.emplace_back("pipeline_send");
     f.sources = read_sources(r, figures);
   });
 }

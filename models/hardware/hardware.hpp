@@ -202,6 +202,14 @@ struct FabricTopology {
   std::int64_t ecmp_uplinks = 32;    // spines a leaf hashes over
 };
 
+// One blocking pipeline exchange as measured on a cluster (a send and its receive, waited for, through
+// the framework's own calls): latency + bytes / bandwidth. A floor under what the links alone give.
+struct PipelineSend {
+  double latency = 0;    // seconds
+  double bandwidth = 0;  // bytes/s
+  double seconds(double bytes) const { return latency + bytes / bandwidth; }
+};
+
 struct FabricSpec {
   std::string id;
   std::string name;
@@ -214,6 +222,7 @@ struct FabricSpec {
   std::optional<double> nvls_allreduce_algbw;  // bytes/s, NVLS all-reduce algbw inside a node, observed
   std::optional<double> nvlink_latency_scale;   // × NCCL's base and NVLink-hop latencies, fitted (calibrate)
   std::optional<double> network_latency_scale;  // × NCCL's network-hop latencies, fitted (calibrate)
+  std::optional<PipelineSend> pipeline_send;    // a pipeline stage's blocking send, measured
   FabricTopology topology;
   std::map<std::string, std::string> sources;
 };
