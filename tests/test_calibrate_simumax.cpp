@@ -136,6 +136,14 @@ TEST_CASE("plumb calibrate --clock: the SimuMax node's settled clock, one factor
   }
   CHECK(banded == f.points);
   CHECK(f.bands.front().ratio > f.bands.back().ratio);
+  // Not fitted: the shorter GEMMs, at the fitted clock. Those of 0.05-0.2 TFLOP (40-150 us) ran a third
+  // faster than the calibrated profile prices them, those of 0.2-1 TFLOP 8% faster: below a millisecond
+  // the node's GEMMs outran both its long loop's clock and b200's shape model (docs/fidelity.md).
+  REQUIRE(f.short_bands.size() == 2);
+  CHECK(f.short_bands[0].points == 44);
+  CHECK(f.short_bands[0].ratio == doctest::Approx(1.31).epsilon(0.01));
+  CHECK(f.short_bands[1].points == 82);
+  CHECK(f.short_bands[1].ratio == doctest::Approx(1.08).epsilon(0.01));
   CHECK(f.weight_gradient_points == 73);
   CHECK(f.weight_gradient_ratio < f.ratio);  // reported, not fitted
   CHECK(f.compute_after == doctest::Approx(0.762 * f.ratio).epsilon(0.002));

@@ -65,6 +65,12 @@ std::string clock_fit_report(const ClockFit& f, const std::string& profile) {
                            : fmt::format(" {:g} TFLOP and more x{:.3f} ({}),", b.min_flops / 1e12, b.ratio, b.points);
   out.back() = '\n';
   out += "  (a clock slows every size alike; a ratio that drifts with size points at shapes the model misses)\n";
+  if (!f.short_bands.empty()) {
+    out += "  not fitted, shorter GEMMs at the fitted clock (the profile's time over the measured):";
+    for (const ClockBand& b : f.short_bands)
+      out += fmt::format(" {:g}-{:g} TFLOP x{:.3f} ({}),", b.min_flops / 1e12, b.max_flops / 1e12, b.ratio, b.points);
+    out.back() = '\n';
+  }
   if (f.weight_gradient_points > 0)
     out += fmt::format("  not fitted: {} weight-gradient GEMMs as long ran at a median x{:.3f} (a kernel difference, not the clock)\n",
                        f.weight_gradient_points, f.weight_gradient_ratio);
@@ -84,6 +90,12 @@ Json clock_fit_json(const ClockFit& f) {
              for (const ClockBand& b : f.bands)
                bands.push_back({{"min_flops", b.min_flops}, {"max_flops", b.max_flops > 0 ? Json(b.max_flops) : Json(nullptr)},
                                 {"points", b.points}, {"clock_ratio", b.ratio}});
+             return bands;
+           }()},
+          {"short_bands", [&f] {
+             Json bands = Json::array();
+             for (const ClockBand& b : f.short_bands)
+               bands.push_back({{"min_flops", b.min_flops}, {"max_flops", b.max_flops}, {"points", b.points}, {"time_ratio", b.ratio}});
              return bands;
            }()},
           {"weight_gradient_ratio", f.weight_gradient_ratio},

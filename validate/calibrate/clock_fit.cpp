@@ -38,16 +38,23 @@ ClockFit calibrate_clock(const Json& profile_json, const GpuSpec& gpu, const std
   std::vector<double> dense, weight_gradient;
   std::vector<ClockBand> bands{{kClockFitMinFlops, 4 * kClockFitMinFlops}, {4 * kClockFitMinFlops, 16 * kClockFitMinFlops},
                                {16 * kClockFitMinFlops, 0}};
-  std::vector<std::vector<double>> by_band(bands.size());
+  std::vector<ClockBand> short_bands{{kClockShortMinFlops, 2e11}, {2e11, kClockFitMinFlops}};
+  std::vector<std::vector<double>> by_band(bands.size()), by_short_band(short_bands.size());
+  auto file_in = [](const std::vector<ClockBand>& in, std::vector<std::vector<double>>& by, double flops, double r) {
+    for (std::size_t b = 0; b < in.size(); ++b)
+      if (flops >= in[b].min_flops && (in[b].max_flops == 0 || flops < in[b].max_flops)) by[b].push_back(r);
+  };
   for (const Measurements& m : measured)
-    for (const GemmMeasurement& g : m.gemm)
-      if (g.dtype == MathDtype::bf16 && g.groups == 1 && g.flops() >= kClockFitMinFlops && g.seconds > 0) {
-        const double r = ratio(g);
-        (g.weight_gradient ? weight_gradient : dense).push_back(r);
-        if (g.weight_gradient) continue;
-        for (std::size_t b = 0; b < bands.size(); ++b)
-          if (g.flops() >= bands[b].min_flops && (bands[b].max_flops == 0 || g.flops() < bands[b].max_flops)) by_band[b].push_back(r);
+    for (const GemmMeasurement& g : m.gemm) {
+      if (g.dtype != MathDtype::bf16 || g.groups != 1 || !(g.seconds > 0) || g.flops() < kClockShortMinFlops) continue;
+      const double r = ratio(g);
+      if (g.flops() < kClockFitMinFlops) {
+        if (!g.weight_gradient) file_in(short_bands, by_short_band, g.flops(), r);
+        continue;
       }
+      (g.weight_gradient ? weight_gradient : dense).push_back(r);
+      if (!g.weight_gradient) file_in(bands, by_band, g.flops(), r);
+    }
   if (dense.size() < kClockFitFewestGemms)
     throw InputError({{files, "",
                        fmt::format("{} dense bf16 forward or input-gradient GEMMs of {:g} FLOPs or more: the clock needs {} or more",
@@ -58,12 +65,19 @@ ClockFit calibrate_clock(const Json& profile_json, const GpuSpec& gpu, const std
   f.lower_quartile = quantile(dense, 0.25);
   f.upper_quartile = quantile(dense, 0.75);
   f.points = dense.size();
-  for (std::size_t b = 0; b < bands.size(); ++b)
-    if (!by_band[b].empty()) {
-      bands[b].points = by_band[b].size();
-      bands[b].ratio = median(by_band[b]);
-      f.bands.push_back(bands[b]);
-    }
+  auto kept = [](std::vector<ClockBand> in, const std::vector<std::vector<double>>& by, double scale) {
+    std::vector<ClockBand> out;
+    for (std::size_t b = 0; b < in.size(); ++b)
+      if (!by[b].empty()) {
+        in[b].points = by[b].size();
+        in[b].ratio = median(by[b]) * scale;
+        out.push_back(in[b]);
+      }
+    return out;
+  };
+  f.bands = kept(bands, by_band, 1.0);
+  // At the fitted clock: the profile's time for them after the fit, over the measured time.
+  f.short_bands = kept(short_bands, by_short_band, 1.0 / f.ratio);
   f.weight_gradient_points = weight_gradient.size();
   f.weight_gradient_ratio = median(weight_gradient);
   f.compute_before = gpu.sustained_compute_scale;

@@ -17,6 +17,10 @@ namespace plumb {
 // timed back to back, for the clock to have settled where a training step holds it (flashinfer PR
 // #2899 saw a B200's clock settle after some 5 ms of continuous tensor-core work).
 inline constexpr double kClockFitMinFlops = 1e12;
+// Shorter GEMMs, from this many FLOPs up to kClockFitMinFlops (tens of microseconds to a millisecond),
+// are reported by size beside the fit and not part of it: below a millisecond a kernel's clock and its
+// launch gaps differ from a long loop's, and the shape model's tiles and waves matter most.
+inline constexpr double kClockShortMinFlops = 5e10;
 // Fewer GEMMs than this that long give no median worth a profile.
 inline constexpr std::size_t kClockFitFewestGemms = 5;
 
@@ -35,6 +39,9 @@ struct ClockFit {
   std::size_t points = 0;
   // The same median by size: 1-4 TFLOP, 4-16, 16 and more (bands with no GEMM left out).
   std::vector<ClockBand> bands;
+  // Not fitted: the dense GEMMs below kClockFitMinFlops, by size (0.05-0.2 TFLOP, 0.2-1), at the fitted
+  // clock: how much faster or slower than the calibrated profile prices them the machine ran them.
+  std::vector<ClockBand> short_bands;
   // The weight-gradient GEMMs of the same length (fp32-accumulating kernels in some frameworks): their
   // median, reported beside the fit and not part of it (a kernel difference, not the clock). 0 if none.
   double weight_gradient_ratio = 0;
