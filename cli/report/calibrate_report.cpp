@@ -55,22 +55,38 @@ std::string calibration_report(const Calibration& c) {
   return out;
 }
 
+namespace {
+
+// " 1-4 TFLOP x0.813 (78), ..., 16 TFLOP and more x0.764 (20)" and a newline.
+std::string bands_text(const std::vector<ClockBand>& bands) {
+  std::string out;
+  for (const ClockBand& b : bands)
+    out += b.max_flops > 0 ? fmt::format(" {:g}-{:g} TFLOP x{:.3f} ({}),", b.min_flops / 1e12, b.max_flops / 1e12, b.ratio, b.points)
+                           : fmt::format(" {:g} TFLOP and more x{:.3f} ({}),", b.min_flops / 1e12, b.ratio, b.points);
+  if (out.empty()) return "\n";
+  out.back() = '\n';
+  return out;
+}
+
+// Each band as {min_flops, max_flops (null: no upper bound), points, <ratio_key>}.
+Json bands_json(const std::vector<ClockBand>& bands, const char* ratio_key) {
+  Json out = Json::array();
+  for (const ClockBand& b : bands)
+    out.push_back({{"min_flops", b.min_flops}, {"max_flops", b.max_flops > 0 ? Json(b.max_flops) : Json(nullptr)}, {"points", b.points},
+                   {ratio_key, b.ratio}});
+  return out;
+}
+
+}  // namespace
+
 std::string clock_fit_report(const ClockFit& f, const std::string& profile) {
   std::string out = fmt::format(
       "settled clock: x{:.3f} of {}'s (median of {} dense bf16 GEMMs of {:g} FLOPs or more, quartiles {:.3f}-{:.3f}; the shape model kept)\n",
       f.ratio, profile, f.points, kClockFitMinFlops, f.lower_quartile, f.upper_quartile);
-  out += "  by size:";
-  for (const ClockBand& b : f.bands)
-    out += b.max_flops > 0 ? fmt::format(" {:g}-{:g} TFLOP x{:.3f} ({}),", b.min_flops / 1e12, b.max_flops / 1e12, b.ratio, b.points)
-                           : fmt::format(" {:g} TFLOP and more x{:.3f} ({}),", b.min_flops / 1e12, b.ratio, b.points);
-  out.back() = '\n';
+  out += "  by size:" + bands_text(f.bands);
   out += "  (a clock slows every size alike; a ratio that drifts with size points at shapes the model misses)\n";
-  if (!f.short_bands.empty()) {
-    out += "  not fitted, shorter GEMMs at the fitted clock (the profile's time over the measured):";
-    for (const ClockBand& b : f.short_bands)
-      out += fmt::format(" {:g}-{:g} TFLOP x{:.3f} ({}),", b.min_flops / 1e12, b.max_flops / 1e12, b.ratio, b.points);
-    out.back() = '\n';
-  }
+  if (!f.short_bands.empty())
+    out += "  not fitted, shorter GEMMs at the fitted clock (the profile's time over the measured):" + bands_text(f.short_bands);
   if (f.weight_gradient_points > 0)
     out += fmt::format("  not fitted: {} weight-gradient GEMMs as long ran at a median x{:.3f} (a kernel difference, not the clock)\n",
                        f.weight_gradient_points, f.weight_gradient_ratio);
@@ -85,19 +101,8 @@ Json clock_fit_json(const ClockFit& f) {
           {"upper_quartile", f.upper_quartile},
           {"points", f.points},
           {"min_flops", kClockFitMinFlops},
-          {"bands", [&f] {
-             Json bands = Json::array();
-             for (const ClockBand& b : f.bands)
-               bands.push_back({{"min_flops", b.min_flops}, {"max_flops", b.max_flops > 0 ? Json(b.max_flops) : Json(nullptr)},
-                                {"points", b.points}, {"clock_ratio", b.ratio}});
-             return bands;
-           }()},
-          {"short_bands", [&f] {
-             Json bands = Json::array();
-             for (const ClockBand& b : f.short_bands)
-               bands.push_back({{"min_flops", b.min_flops}, {"max_flops", b.max_flops}, {"points", b.points}, {"time_ratio", b.ratio}});
-             return bands;
-           }()},
+          {"bands", bands_json(f.bands, "clock_ratio")},
+          {"short_bands", bands_json(f.short_bands, "time_ratio")},
           {"weight_gradient_ratio", f.weight_gradient_ratio},
           {"weight_gradient_points", f.weight_gradient_points},
           {"sustained_compute_scale", {{"before", f.compute_before}, {"after", f.compute_after}}},
